@@ -1,0 +1,219 @@
+"""The one error tree of parquetry.
+
+Every error raised on purpose derives from :class:`ParquetryError`. Where a builtin fits,
+the error inherits it too, so ``except FileNotFoundError`` keeps working for callers that
+do not know parquetry. Errors carry structured attributes (``key``, ``store``, ...) and a
+message that names the thing at fault. Backend SDK exceptions are translated inside the
+backend module that raised them, never matched by message text elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AlreadyExists",
+    "CapabilityNotSupported",
+    "CodecNotStreamable",
+    "CommitConflict",
+    "DatasetIncomplete",
+    "DatasetNotFound",
+    "EncryptionError",
+    "InvalidArgument",
+    "InvalidFormat",
+    "InvalidKey",
+    "ManifestCorrupted",
+    "MetadataCorrupted",
+    "NotFound",
+    "ParquetryError",
+    "PreconditionFailed",
+    "PredicateError",
+    "SchemaMismatch",
+    "SchemaViolation",
+    "StoreUnavailable",
+    "UnknownColumn",
+]
+
+
+class ParquetryError(Exception):
+    """Root of every error parquetry raises on purpose.
+
+    Args:
+        message: Human-readable message; it names the key, file or field at fault.
+        key: The store key involved, if any.
+        store: A printable (secret-free) description of the store involved, if any.
+    """
+
+    def __init__(self, message: str = "", *, key: str | None = None, store: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.key = key
+        self.store = store
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Errors cross process boundaries (Spark executors, multiprocessing tests): keep
+        # keyword attributes through pickling.
+        return (_rebuild_error, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild_error(cls: type[ParquetryError], message: str, state: dict[str, Any]) -> Any:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(state)
+    return err
+
+
+# --- store layer -------------------------------------------------------------------------
+
+
+class NotFound(ParquetryError, FileNotFoundError):
+    """The key (or dataset) does not exist."""
+
+
+class AlreadyExists(ParquetryError, FileExistsError):
+    """A create-if-absent write found the key already present."""
+
+
+class PreconditionFailed(ParquetryError):
+    """A compare-and-swap lost: the object's version is not the expected one."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        key: str | None = None,
+        store: str | None = None,
+        expected: str | None = None,
+        found: str | None = None,
+    ):
+        super().__init__(message, key=key, store=store)
+        self.expected = expected
+        self.found = found
+
+
+class CapabilityNotSupported(ParquetryError, NotImplementedError):
+    """The store lacks a capability the operation needs; raised before any I/O."""
+
+    def __init__(self, message: str = "", *, capability: str, store: str | None = None):
+        super().__init__(message, store=store)
+        self.capability = capability
+
+
+class InvalidKey(ParquetryError, ValueError):
+    """A store key is malformed (``..``, empty segment, NUL, leading ``/``...)."""
+
+
+class StoreUnavailable(ParquetryError, OSError):
+    """The store could not be reached or answered with an unexpected error."""
+
+
+class InvalidArgument(ParquetryError, ValueError):
+    """An argument is out of range or of the wrong kind; raised before any I/O."""
+
+
+# --- parquet file layer ------------------------------------------------------------------
+
+
+class SchemaViolation(ParquetryError, ValueError):
+    """A schema is invalid, or a record does not fit the schema."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        field: str | None = None,
+        index: int | None = None,
+        key: str | None = None,
+    ):
+        super().__init__(message, key=key)
+        self.field = field
+        self.index = index
+
+
+class InvalidFormat(ParquetryError, ValueError):
+    """Bytes that should be a Parquet file are not (empty, truncated, corrupt footer...)."""
+
+
+class CodecNotStreamable(ParquetryError):
+    """The codec cannot stream the requested way."""
+
+
+class EncryptionError(ParquetryError):
+    """Encrypted columns cannot be read or written (missing keys, KMS failure)."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        columns: tuple[str, ...] = (),
+        key: str | None = None,
+    ):
+        super().__init__(message, key=key)
+        self.columns = columns
+
+
+class UnknownColumn(ParquetryError, KeyError):
+    """A requested column is not in the schema."""
+
+    def __init__(self, message: str = "", *, column: str, key: str | None = None):
+        super().__init__(message, key=key)
+        self.column = column
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return self.message
+
+
+class SchemaMismatch(ParquetryError, ValueError):
+    """Data does not match the dataset's schema."""
+
+
+# --- dataset layers ----------------------------------------------------------------------
+
+
+class DatasetIncomplete(ParquetryError):
+    """A snapshot dataset lacks ``_SUCCESS`` or a part its manifest lists."""
+
+
+class ManifestCorrupted(ParquetryError):
+    """A manifest exists but cannot be parsed or is structurally invalid."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        reason: str = "",
+        key: str | None = None,
+        store: str | None = None,
+    ):
+        super().__init__(message, key=key, store=store)
+        self.reason = reason or message
+
+
+class DatasetNotFound(NotFound):
+    """No dataset with that uuid (or version) exists in the store."""
+
+
+class MetadataCorrupted(ParquetryError):
+    """Dataset metadata (kartothek v4 document, version document, index) is invalid."""
+
+
+class CommitConflict(ParquetryError):
+    """A concurrent commit changed what this commit depends on; retries exhausted."""
+
+
+class PredicateError(ParquetryError, ValueError):
+    """A predicate is malformed or its value does not fit the column's type."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        column: str | None = None,
+        op: str | None = None,
+    ):
+        super().__init__(message)
+        self.column = column
+        self.op = op

@@ -1,0 +1,70 @@
+"""``open_store``: the one place where a store URL is parsed."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from parquetry.errors import InvalidArgument
+from parquetry.store.base import Store
+
+__all__ = ["open_store"]
+
+_OPTION_ALIASES = {
+    "endpoint_url": "endpoint",
+    "aws_endpoint_url": "endpoint",
+    "aws_region": "region",
+    "aws_access_key_id": "access_key_id",
+    "aws_secret_access_key": "secret_access_key",
+    "aws_session_token": "session_token",
+}
+
+
+def open_store(url: str, **options: Any) -> Store:
+    """Open a store from a URL.
+
+    - ``file:///abs/path`` or a plain path: :class:`LocalStore` (``fsync=`` option).
+    - ``memory://name``: :class:`MemoryStore` shared by name within the process.
+    - ``s3://bucket/prefix``, ``gs://bucket/prefix``, ``az://container/prefix``:
+      :class:`ObjectStore`; ``endpoint``, ``region`` and credentials come from ``options``
+      (``None`` values are ignored) or the environment (``AWS_ENDPOINT_URL``,
+      ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``...).
+
+    Raises:
+        InvalidArgument: the URL's scheme is unknown or it lacks a bucket.
+    """
+    if not isinstance(url, str) or not url:
+        raise InvalidArgument(f"store URL must be a non-empty string, got {url!r}")
+    opts = {_OPTION_ALIASES.get(k, k): v for k, v in options.items() if v is not None}
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme in ("", "file") or (len(scheme) == 1 and url[1:3] == ":\\"):
+        from parquetry.store.local import LocalStore
+
+        path = unquote(parts.path) if scheme == "file" else url
+        if scheme == "file" and parts.netloc not in ("", "localhost"):
+            raise InvalidArgument(f"file URL {url!r} must be local (file:///path)")
+        fsync = bool(opts.pop("fsync", True))
+        _no_extra(url, opts)
+        return LocalStore(path, fsync=fsync)
+    if scheme == "memory":
+        from parquetry.store.memory import MemoryStore
+
+        _no_extra(url, opts)
+        return MemoryStore((parts.netloc + parts.path).strip("/") or "default")
+    if scheme in ("s3", "gs", "az", "gcs", "abfs"):
+        from parquetry.store.objectstore import ObjectStore
+
+        if not parts.netloc:
+            raise InvalidArgument(f"store URL {url!r} lacks a bucket name")
+        canonical = {"gcs": "gs", "abfs": "az"}.get(scheme, scheme)
+        return ObjectStore(canonical, parts.netloc, unquote(parts.path).strip("/"), opts)
+    raise InvalidArgument(
+        f"unsupported store URL scheme {scheme!r} in {url!r} (use file://, memory://, s3://, "
+        "gs:// or az://)"
+    )
+
+
+def _no_extra(url: str, opts: dict[str, Any]) -> None:
+    if opts:
+        raise InvalidArgument(f"options {sorted(opts)} do not apply to {url!r}")

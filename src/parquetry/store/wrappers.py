@@ -1,0 +1,77 @@
+"""Stores that wrap another store: read-only views and the test helpers built on them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from parquetry.store.base import (
+    WRITE_CAPABILITIES,
+    ListResult,
+    ObjectMeta,
+    PutMode,
+    Store,
+)
+
+__all__ = ["ReadOnlyStore", "WrapperStore"]
+
+
+class WrapperStore(Store):
+    """Delegates every primitive to ``inner``; subclasses override what they change."""
+
+    def __init__(self, inner: Store):
+        self.inner = inner
+        self.capabilities = inner.capabilities
+
+    @property
+    def url(self) -> str:
+        return self.inner.url
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.inner == self.inner  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.inner))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"
+
+    def _get(self, key: str) -> bytes:
+        return self.inner._get(key)
+
+    def _get_range(self, key: str, start: int, end: int) -> bytes:
+        return self.inner._get_range(key, start, end)
+
+    def _head(self, key: str) -> ObjectMeta:
+        return self.inner._head(key)
+
+    def _exists(self, key: str) -> bool:
+        return self.inner._exists(key)
+
+    def _put(
+        self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
+    ) -> ObjectMeta:
+        return self.inner._put(key, data, mode, expected_version)
+
+    def _delete(self, key: str, missing_ok: bool) -> None:
+        self.inner._delete(key, missing_ok)
+
+    def _list(self, prefix: str) -> Iterator[ObjectMeta]:
+        return self.inner._list(prefix)
+
+    def _list_dir(self, prefix: str) -> ListResult:
+        return self.inner._list_dir(prefix)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class ReadOnlyStore(WrapperStore):
+    """A view of a store without write capabilities: writes fail before any I/O."""
+
+    def __init__(self, inner: Store):
+        super().__init__(inner)
+        self.capabilities = inner.capabilities - WRITE_CAPABILITIES
+
+    def read_only(self) -> Store:
+        return self

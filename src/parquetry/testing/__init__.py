@@ -1,0 +1,10 @@
+"""Test helpers shipped with the package, for parquetry's tests and its users' tests.
+
+- :class:`CountingStore` counts requests and bytes by kind.
+- :class:`FaultyStore` fails the Nth call, or every call of a kind, with a chosen error.
+- :class:`StoreConformance` is the conformance suite every Store backend runs.
+"""
+
+from parquetry.testing.stores import CountingStore, FaultyStore, InjectedFault
+
+__all__ = ["CountingStore", "FaultyStore", "InjectedFault"]

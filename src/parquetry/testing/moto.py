@@ -1,0 +1,89 @@
+"""Run a real moto S3 server process on 127.0.0.1 for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["MotoServer", "start_moto_server"]
+
+CREDENTIALS = {
+    "access_key_id": "testing",
+    "secret_access_key": "testing",
+    "region": "us-east-1",
+}
+
+
+@dataclass
+class MotoServer:
+    """A running ``moto_server`` process; ``stop()`` ends it by PID."""
+
+    endpoint: str
+    pid: int
+    process: subprocess.Popen[bytes] = field(repr=False)
+
+    def options(self) -> dict[str, Any]:
+        """Store options for :func:`parquetry.open_store` on this server."""
+        return {"endpoint": self.endpoint, **CREDENTIALS}
+
+    def create_bucket(self, name: str | None = None) -> str:
+        """Create a bucket (a fresh random name by default) and return its name."""
+        name = name or f"b-{uuid.uuid4().hex[:16]}"
+        req = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            resp.read()
+        return name
+
+    def url(self, bucket: str | None = None, prefix: str = "") -> str:
+        bucket = bucket or self.create_bucket()
+        return f"s3://{bucket}/{prefix}".rstrip("/")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_moto_server(timeout: float = 30.0) -> MotoServer:
+    """Start ``moto_server`` on a free loopback port and wait until it answers."""
+    exe = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which(
+        "moto_server"
+    )
+    port = _free_port()
+    cmd = [exe, "-H", "127.0.0.1", "-p", str(port)] if exe else [
+        sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"moto_server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
+                return MotoServer(endpoint=endpoint, pid=proc.pid, process=proc)
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.1)
+        except urllib.error.HTTPError:
+            return MotoServer(endpoint=endpoint, pid=proc.pid, process=proc)
+    proc.kill()
+    raise RuntimeError(f"moto_server did not start on {endpoint} within {timeout}s")

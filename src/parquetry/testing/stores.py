@@ -1,0 +1,180 @@
+"""Wrapper stores for tests: count requests, inject faults."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from parquetry.errors import StoreUnavailable
+from parquetry.store.base import ListResult, ObjectMeta, PutMode, Store
+from parquetry.store.wrappers import WrapperStore
+
+__all__ = ["CountingStore", "FaultyStore", "InjectedFault"]
+
+#: The kinds of calls the wrappers see (one per store primitive).
+KINDS = ("get", "get_range", "head", "exists", "put", "delete", "list", "list_dir")
+
+
+class CountingStore(WrapperStore):
+    """Counts requests by kind (``counts``) and bytes read / written (``bytes_read``...).
+
+    ``list`` counts one request per listing call, whatever the number of pages.
+    """
+
+    def __init__(self, inner: Store):
+        super().__init__(inner)
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self.bytes_read = 0
+        self.bytes_written = 0
+        self.log: list[tuple[str, str]] = []
+
+    def reset(self) -> None:
+        with self._lock:
+            self.counts.clear()
+            self.bytes_read = 0
+            self.bytes_written = 0
+            self.log.clear()
+
+    @property
+    def total(self) -> int:
+        """All requests counted so far."""
+        return sum(self.counts.values())
+
+    def _count(self, kind: str, key: str, read: int = 0, written: int = 0) -> None:
+        with self._lock:
+            self.counts[kind] += 1
+            self.bytes_read += read
+            self.bytes_written += written
+            self.log.append((kind, key))
+
+    def _get(self, key: str) -> bytes:
+        data = self.inner._get(key)
+        self._count("get", key, read=len(data))
+        return data
+
+    def _get_range(self, key: str, start: int, end: int) -> bytes:
+        data = self.inner._get_range(key, start, end)
+        self._count("get_range", key, read=len(data))
+        return data
+
+    def _head(self, key: str) -> ObjectMeta:
+        self._count("head", key)
+        return self.inner._head(key)
+
+    def _exists(self, key: str) -> bool:
+        self._count("exists", key)
+        return self.inner._exists(key)
+
+    def _put(
+        self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
+    ) -> ObjectMeta:
+        self._count("put", key, written=len(data))
+        return self.inner._put(key, data, mode, expected_version)
+
+    def _delete(self, key: str, missing_ok: bool) -> None:
+        self._count("delete", key)
+        self.inner._delete(key, missing_ok)
+
+    def _list(self, prefix: str) -> Iterator[ObjectMeta]:
+        self._count("list", prefix)
+        return self.inner._list(prefix)
+
+    def _list_dir(self, prefix: str) -> ListResult:
+        self._count("list_dir", prefix)
+        return self.inner._list_dir(prefix)
+
+
+class InjectedFault(StoreUnavailable):
+    """The error :class:`FaultyStore` raises by default."""
+
+
+class FaultyStore(WrapperStore):
+    """Fails store calls on purpose.
+
+    Args:
+        inner: The store to wrap.
+        fail_on: Fail the Nth call (1-based) counted over ``kinds``; ``None`` = never by count.
+        kinds: Which call kinds count / fail (default: all of :data:`KINDS`).
+        always: Fail every call of ``kinds`` (ignores ``fail_on``).
+        error: Builds the exception to raise from ``(kind, key)``.
+        after: If true, the failing write is performed first and then reported as failed
+            (a lost acknowledgement: the worst case for commit protocols).
+
+    ``calls`` counts every call seen; ``failed`` tells whether the fault fired.
+    """
+
+    def __init__(
+        self,
+        inner: Store,
+        *,
+        fail_on: int | None = None,
+        kinds: tuple[str, ...] = KINDS,
+        always: bool = False,
+        error: Callable[[str, str], BaseException] | None = None,
+        after: bool = False,
+    ):
+        super().__init__(inner)
+        self._lock = threading.Lock()
+        self.fail_on = fail_on
+        self.kinds = kinds
+        self.always = always
+        self.after = after
+        self.error = error or (
+            lambda kind, key: InjectedFault(f"injected fault on {kind} {key!r}", key=key)
+        )
+        self.calls = 0
+        self.failed = False
+
+    def _should_fail(self, kind: str) -> bool:
+        if kind not in self.kinds:
+            return False
+        with self._lock:
+            self.calls += 1
+            fire = self.always or (self.fail_on is not None and self.calls == self.fail_on)
+            if fire:
+                self.failed = True
+            return fire
+
+    def _check(self, kind: str, key: str) -> None:
+        if self._should_fail(kind):
+            raise self.error(kind, key)
+
+    def _get(self, key: str) -> bytes:
+        self._check("get", key)
+        return self.inner._get(key)
+
+    def _get_range(self, key: str, start: int, end: int) -> bytes:
+        self._check("get_range", key)
+        return self.inner._get_range(key, start, end)
+
+    def _head(self, key: str) -> ObjectMeta:
+        self._check("head", key)
+        return self.inner._head(key)
+
+    def _exists(self, key: str) -> bool:
+        self._check("exists", key)
+        return self.inner._exists(key)
+
+    def _put(
+        self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
+    ) -> ObjectMeta:
+        if self.after and self._should_fail("put"):
+            self.inner._put(key, data, mode, expected_version)
+            raise self.error("put", key)
+        if not self.after:
+            self._check("put", key)
+        return self.inner._put(key, data, mode, expected_version)
+
+    def _delete(self, key: str, missing_ok: bool) -> None:
+        self._check("delete", key)
+        self.inner._delete(key, missing_ok)
+
+    def _list(self, prefix: str) -> Iterator[ObjectMeta]:
+        self._check("list", prefix)
+        return self.inner._list(prefix)
+
+    def _list_dir(self, prefix: str) -> ListResult:
+        self._check("list_dir", prefix)
+        return self.inner._list_dir(prefix)

@@ -1,0 +1,67 @@
+"""Fixtures shared by every test package: stores on every backend, the moto server."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from parquetry.store import LocalStore, MemoryStore, Store, open_store
+from parquetry.testing.moto import MotoServer, start_moto_server
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    """A real moto S3 server process on 127.0.0.1, stopped by its PID at the end."""
+    server = start_moto_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_store(moto_server: MotoServer) -> Store:
+    """A store on a fresh bucket of the moto server."""
+    return open_store(moto_server.url(), **moto_server.options())
+
+
+@pytest.fixture
+def local_store(tmp_path: Path) -> LocalStore:
+    return LocalStore(tmp_path / "store")
+
+
+@pytest.fixture
+def memory_store() -> MemoryStore:
+    return MemoryStore(f"test-{uuid.uuid4().hex}")
+
+
+@pytest.fixture(params=["memory", "local", "s3"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    """The same test on every backend (S3 through moto)."""
+    kind = request.param
+    if kind == "memory":
+        return MemoryStore(f"test-{uuid.uuid4().hex}")
+    if kind == "local":
+        return LocalStore(tmp_path / "store")
+    server: MotoServer = request.getfixturevalue("moto_server")
+    return open_store(server.url(), **server.options())
+
+
+@pytest.fixture
+def store_factory(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Callable[[str], Store]:
+    """Make a fresh store of a given kind: ``store_factory("s3")``."""
+
+    def make(kind: str) -> Store:
+        if kind == "memory":
+            return MemoryStore(f"test-{uuid.uuid4().hex}")
+        if kind == "local":
+            return LocalStore(tmp_path / f"store-{uuid.uuid4().hex[:8]}")
+        server: MotoServer = request.getfixturevalue("moto_server")
+        return open_store(server.url(), **server.options())
+
+    return make
