@@ -186,6 +186,16 @@ class Store(ABC):
         for key in keys:
             self.delete(key, missing_ok=missing_ok)
 
+    def copy(self, src: str, dst: str) -> None:
+        """Copy an object within the store, replacing ``dst`` (server-side where possible)."""
+        self.require(Capability.READ, Capability.WRITE)
+        self._copy(validate_key(src), validate_key(dst))
+
+    def move(self, src: str, dst: str) -> None:
+        """Move an object within the store, replacing ``dst`` (a rename where possible)."""
+        self.require(Capability.READ, Capability.WRITE, Capability.DELETE)
+        self._move(validate_key(src), validate_key(dst))
+
     def list(self, prefix: str = "") -> Iterator[ObjectMeta]:
         """Every object whose key starts with the directory ``prefix`` (recursive).
 
@@ -262,6 +272,13 @@ class Store(ABC):
 
     @abstractmethod
     def _list(self, prefix: str) -> Iterator[ObjectMeta]: ...
+
+    def _copy(self, src: str, dst: str) -> None:
+        self._put(dst, self._get(src), PutMode.OVERWRITE, None)
+
+    def _move(self, src: str, dst: str) -> None:
+        self._copy(src, dst)
+        self._delete(src, False)
 
     def _list_dir(self, prefix: str) -> ListResult:
         """Default one-level listing derived from the recursive one."""

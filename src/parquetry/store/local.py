@@ -194,6 +194,15 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
+    def _move(self, src: str, dst: str) -> None:
+        source, target = self.root / src, self.root / dst
+        if not source.is_file():
+            raise self._not_found(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+        self._sync_dir(target.parent)
+        self._prune_empty_dirs(source.parent)
+
     def _delete(self, key: str, missing_ok: bool) -> None:
         target = self.root / key
         try:

@@ -179,6 +179,10 @@ class ObjectStore(Store):
                                  if len(data) < 64 * 1024 * 1024 else None)
         return ObjectMeta(key=key, size=len(data), version=result.get("e_tag"), modified=None)
 
+    def _copy(self, src: str, dst: str) -> None:
+        with self._translate(src):
+            obstore.copy(self._client, src, dst, overwrite=True)
+
     def _delete(self, key: str, missing_ok: bool) -> None:
         if not missing_ok and not self._exists(key):
             raise NotFound(f"{key!r} not found in {self.url}", key=key, store=self.url)

@@ -59,6 +59,12 @@ class WrapperStore(Store):
     def _list(self, prefix: str) -> Iterator[ObjectMeta]:
         return self.inner._list(prefix)
 
+    def _copy(self, src: str, dst: str) -> None:
+        self.inner._copy(src, dst)
+
+    def _move(self, src: str, dst: str) -> None:
+        self.inner._move(src, dst)
+
     def _list_dir(self, prefix: str) -> ListResult:
         return self.inner._list_dir(prefix)
 
