@@ -39,7 +39,7 @@ is_ready && exit 0
 
 # Two test runs starting together must not build the same venv at once.
 if command -v flock >/dev/null 2>&1; then
-    exec 9>"$VENV.lock"
+    exec 9>"${TMPDIR:-/tmp}/parquetry-kartothek-venv.$(id -u).lock"
     flock 9
     is_ready && exit 0
 fi

@@ -8,6 +8,7 @@ purpose: Spark executors and the CLI are synchronous callers.
 
 from __future__ import annotations
 
+import builtins
 import enum
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
@@ -124,20 +125,35 @@ class Store(ABC):
         return self._get(validate_key(key))
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
-        """Return bytes ``[start, end)``; a range past the end is cut at the end."""
+        """Return bytes ``[start, end)``; a range past the end is cut at the end.
+
+        Raises NotFound if the object does not exist (even for an empty range) and
+        InvalidArgument for a negative or reversed range.
+        """
         self.require(Capability.READ)
-        if start < 0 or end < start:
-            raise InvalidArgument(f"invalid byte range [{start}, {end}) for {key!r}", key=key)
         key = validate_key(key)
+        _check_range(key, start, end)
         if end == start:
+            self._head(key)  # an empty range of a missing object is still NotFound
             return b""
         if Capability.RANGE_READ not in self.capabilities:
             return self._get(key)[start:end]
         return self._get_range(key, start, end)
 
-    def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        """Fetch several ranges of one object (concurrently where the backend can)."""
-        return [self.get_range(key, s, e) for s, e in ranges]
+    def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> builtins.list[bytes]:
+        """Fetch several ranges ``[start, end)`` of one object (concurrently where the
+        backend can); same rules as :meth:`get_range` for each."""
+        self.require(Capability.READ)
+        key = validate_key(key)
+        ranges = [(int(s), int(e)) for s, e in ranges]
+        for start, end in ranges:
+            _check_range(key, start, end)
+        if not ranges:
+            return []
+        if Capability.RANGE_READ not in self.capabilities:
+            data = self._get(key)
+            return [data[s:e] for s, e in ranges]
+        return self._get_ranges(key, ranges)
 
     def head(self, key: str) -> ObjectMeta:
         """Size, version and modification time of an object. Raises NotFound."""
@@ -163,6 +179,8 @@ class Store(ABC):
         PreconditionFailed; NotFound if it is gone). Returns the new object's metadata.
         """
         key = validate_key(key)
+        if not isinstance(mode, PutMode):
+            raise InvalidArgument(f"put({key!r}): mode must be a PutMode, got {mode!r}", key=key)
         if mode is PutMode.OVERWRITE:
             self.require(Capability.WRITE)
         elif mode is PutMode.CREATE:
@@ -173,8 +191,14 @@ class Store(ABC):
                 raise InvalidArgument(f"put({key!r}, mode=UPDATE) needs expected_version", key=key)
         if mode is not PutMode.UPDATE and expected_version is not None:
             raise InvalidArgument(f"expected_version is only valid with mode=UPDATE ({key!r})")
-        return self._put(key, bytes(data) if isinstance(data, bytearray) else data, mode,
-                         expected_version)
+        if isinstance(data, bytearray):
+            data = bytes(data)
+        elif not isinstance(data, bytes | memoryview):
+            raise InvalidArgument(
+                f"put({key!r}) needs bytes, bytearray or memoryview, got {type(data).__name__}",
+                key=key,
+            )
+        return self._put(key, data, mode, expected_version)
 
     def delete(self, key: str, *, missing_ok: bool = False) -> None:
         """Delete one object. Raises NotFound unless ``missing_ok``."""
@@ -194,7 +218,11 @@ class Store(ABC):
     def move(self, src: str, dst: str) -> None:
         """Move an object within the store, replacing ``dst`` (a rename where possible)."""
         self.require(Capability.READ, Capability.WRITE, Capability.DELETE)
-        self._move(validate_key(src), validate_key(dst))
+        src, dst = validate_key(src), validate_key(dst)
+        if src == dst:  # copy-then-delete would lose the object
+            self._head(src)
+            return
+        self._move(src, dst)
 
     def list(self, prefix: str = "") -> Iterator[ObjectMeta]:
         """Every object whose key starts with the directory ``prefix`` (recursive).
@@ -227,7 +255,9 @@ class Store(ABC):
 
         return ReadOnlyStore(self)
 
-    def map_concurrent(self, fn: Any, items: Iterable[Any], *, max_workers: int = 8) -> list[Any]:
+    def map_concurrent(
+        self, fn: Any, items: Iterable[Any], *, max_workers: int = 8
+    ) -> builtins.list[Any]:
         """Run ``fn`` over ``items`` on a bounded thread pool, preserving order."""
         items = list(items)
         if len(items) <= 1:
@@ -245,6 +275,9 @@ class Store(ABC):
 
     @abstractmethod
     def _get_range(self, key: str, start: int, end: int) -> bytes: ...
+
+    def _get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> builtins.list[bytes]:
+        return [self._get_range(key, s, e) if e > s else b"" for s, e in ranges]
 
     @abstractmethod
     def _head(self, key: str) -> ObjectMeta: ...
@@ -295,3 +328,8 @@ class Store(ABC):
         return ListResult(
             objects=tuple(sorted(objects, key=lambda m: m.key)), prefixes=tuple(sorted(prefixes))
         )
+
+
+def _check_range(key: str, start: int, end: int) -> None:
+    if start < 0 or end < start:
+        raise InvalidArgument(f"invalid byte range [{start}, {end}) for {key!r}", key=key)

@@ -1,23 +1,31 @@
-"""A store on the local file system, with atomic and conditional writes.
+"""A store on the local file system, with atomic and conditional writes safe across processes.
 
-- Every write goes to a temporary file in the target directory, is fsynced and renamed into
-  place, so readers see the old or the new content, never a torn file.
-- Create-if-absent publishes the temporary file with ``link()``, which fails atomically if
-  the target exists (no check-then-write window).
-- Compare-and-swap holds an ``flock`` on a per-key lock file while it compares and renames,
-  so it is safe across threads and processes. A version is ``inode-mtime_ns-size``; under the
-  lock each swap sets an mtime strictly greater than the previous one, so a reused inode can
-  never make an old version look current.
+- Every write goes to a temporary file in the target directory (fsynced unless
+  ``fsync=False``) and is then published by a rename, so readers see the old or the new
+  content, never a torn file.
+- Create-if-absent publishes with ``link()``, which fails atomically if the target exists.
+- Overwrite, compare-and-swap, delete and move publish while holding an exclusive ``flock``
+  on the target's *directory*. Every operation that can replace or remove an existing file
+  takes that lock, so a compare-and-swap's check and rename are one step for every other
+  writer, in this process or another. Locking the directory (not a per-key lock file) means
+  no lock files to clean up, and a directory removed while someone waits for it makes their
+  ``*at()`` calls fail with ENOENT, which they retry on a fresh directory.
+- A version is ``inode-mtime_ns-size``. Each write stamps its file with the current time in
+  nanoseconds and, under the lock, a time strictly greater than the file it replaces; a
+  reused inode therefore never carries an old version again (this relies on a file system
+  with nanosecond timestamps: ext4, xfs, btrfs, tmpfs, APFS).
 
-Temporary and lock files start with ``.parquetry-`` and are hidden from listings.
+Names starting with ``.parquetry-`` are reserved (temporary files); listings never show them
+and a temporary file left by a crashed writer changes nothing but disk usage.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
-import threading
+import stat
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,15 +44,21 @@ from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, St
 __all__ = ["LocalStore"]
 
 _HIDDEN = ".parquetry-"
+#: Temporary files older than this are leftovers of a crashed writer and may be removed.
+STALE_TEMP_SECONDS = 3600.0
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+_RETRIES = 20  # attempts when a directory vanishes under us (pruned by a concurrent delete)
 
 
 class LocalStore(Store):
-    """Objects as files under ``root`` (created if missing).
+    """Objects as files under ``root`` (created on the first write).
 
     Args:
         root: Directory holding the objects.
-        fsync: Flush each write to disk before it becomes visible (default). Turning it off
-            keeps atomicity against concurrent readers but not against power loss.
+        fsync: Flush each write (file and directory) to disk before it is acknowledged
+            (default). Turning it off keeps atomicity against concurrent readers and the
+            conditional-write guarantees, but not durability across a power loss.
     """
 
     capabilities = frozenset(Capability)
@@ -52,8 +66,6 @@ class LocalStore(Store):
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True):
         self.root = Path(root).absolute()
         self.fsync = fsync
-        self._thread_locks: dict[str, threading.Lock] = {}
-        self._thread_locks_guard = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -78,154 +90,243 @@ class LocalStore(Store):
         try:
             with open(self.root / key, "rb") as f:
                 return f.read()
-        except (FileNotFoundError, NotADirectoryError):
-            raise self._not_found(key) from None
-        except IsADirectoryError:
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise self._not_found(key) from None
 
     def _get_range(self, key: str, start: int, end: int) -> bytes:
         try:
-            with open(self.root / key, "rb") as f:
-                f.seek(start)
-                return f.read(end - start)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            fd = os.open(self.root / key, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except (FileNotFoundError, NotADirectoryError):
             raise self._not_found(key) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise self._not_found(key)
+            chunks = []
+            while start < end:
+                chunk = os.pread(fd, end - start, start)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                start += len(chunk)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        finally:
+            os.close(fd)
 
     def _head(self, key: str) -> ObjectMeta:
         try:
             st = os.stat(self.root / key)
         except (FileNotFoundError, NotADirectoryError):
             raise self._not_found(key) from None
-        if not os.path.isfile(self.root / key):
+        if not stat.S_ISREG(st.st_mode):
             raise self._not_found(key)
         return _meta(key, st)
 
     def _exists(self, key: str) -> bool:
-        return (self.root / key).is_file()
+        try:
+            return stat.S_ISREG(os.stat(self.root / key).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     # --- writes --------------------------------------------------------------------------
 
     def _put(
         self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
     ) -> ObjectMeta:
-        target = self.root / key
-        if _HIDDEN in target.name:
-            raise InvalidKey(f"store key {key!r} uses the reserved name part {_HIDDEN!r}", key=key)
-        tmp = self._write_temp(target, data)
-        try:
-            if mode is PutMode.OVERWRITE:
-                self._replace(tmp, target, key)
-            elif mode is PutMode.CREATE:
-                self._link_new(tmp, target, key)
-            else:
-                assert expected_version is not None
-                self._swap(tmp, target, key, expected_version)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return _meta(key, os.stat(target))
+        _check_visible(key)
+        parent, _, name = key.rpartition("/")
+        for _attempt in range(_RETRIES):
+            dir_fd = self._open_dir(parent, key, create=True)
+            try:
+                tmp = f"{_HIDDEN}tmp-{uuid.uuid4().hex}"
+                try:
+                    fd = os.open(tmp, _TMP_FLAGS, 0o644, dir_fd=dir_fd)
+                except FileNotFoundError:
+                    continue  # the directory was pruned after we opened it: start again
+                try:
+                    self._write_all(fd, data, key)
+                    st = self._publish(dir_fd, fd, tmp, name, key, mode, expected_version)
+                except BaseException:
+                    os.close(fd)
+                    _unlink_quietly(tmp, dir_fd)
+                    raise
+                os.close(fd)
+                if mode is PutMode.CREATE:  # published by link: the temporary name remains
+                    os.unlink(tmp, dir_fd=dir_fd)
+                if self.fsync:
+                    os.fsync(dir_fd)
+                return _meta(key, st)
+            finally:
+                os.close(dir_fd)
+        raise StoreUnavailable(f"directory of {key!r} keeps vanishing in {self.url}", key=key)
 
-    def _write_temp(self, target: Path, data: bytes | memoryview) -> Path:
+    def _write_all(self, fd: int, data: bytes | memoryview, key: str) -> None:
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise InvalidKey(
-                f"cannot write {target.relative_to(self.root)}: a parent is a file", key=str(target)
-            ) from None
-        tmp = target.parent / f"{_HIDDEN}tmp-{uuid.uuid4().hex}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
+            view = memoryview(data).cast("B")
             while view:
-                written = os.write(fd, view)
-                view = view[written:]
+                view = view[os.write(fd, view) :]
             if self.fsync:
                 os.fsync(fd)
         except OSError as exc:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise StoreUnavailable(f"writing {target} failed: {exc}", key=str(target)) from exc
-        os.close(fd)
-        return tmp
+            raise StoreUnavailable(f"writing {key!r} to {self.url} failed: {exc}", key=key) from exc
 
-    def _replace(self, tmp: Path, target: Path, key: str) -> None:
-        if target.is_dir():
-            raise InvalidKey(f"cannot write {key!r}: it is a directory", key=key)
-        os.replace(tmp, target)
-        self._sync_dir(target.parent)
-
-    def _link_new(self, tmp: Path, target: Path, key: str) -> None:
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            raise AlreadyExists(f"{key!r} already exists in {self.url}", key=key,
-                                store=self.url) from None
-        self._sync_dir(target.parent)
-
-    def _swap(self, tmp: Path, target: Path, key: str, expected: str) -> None:
-        with self._key_lock(target):
+    def _publish(
+        self,
+        dir_fd: int,
+        fd: int,
+        tmp: str,
+        name: str,
+        key: str,
+        mode: PutMode,
+        expected: str | None,
+    ) -> os.stat_result:
+        """Make the temporary file ``tmp`` the object ``name``; return its stat."""
+        if mode is PutMode.CREATE:
+            st = _stamp(fd, 0)
             try:
-                st = os.stat(target)
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except FileExistsError:
+                raise AlreadyExists(
+                    f"{key!r} already exists in {self.url}", key=key, store=self.url
+                ) from None
+            return st
+        with _DirLock(dir_fd):
+            try:
+                current: os.stat_result | None = os.stat(name, dir_fd=dir_fd)
             except FileNotFoundError:
-                raise self._not_found(key) from None
-            found = _version(st)
-            if found != expected:
-                raise PreconditionFailed(
-                    f"{key!r} changed: expected version {expected}, found {found}",
-                    key=key, store=self.url, expected=expected, found=found,
-                )
-            # Strictly increasing mtime: the new version differs even if the inode is reused.
-            mtime = max(time.time_ns(), st.st_mtime_ns + 1)
-            os.utime(tmp, ns=(mtime, mtime))
-            os.replace(tmp, target)
-            self._sync_dir(target.parent)
+                current = None
+            if current is not None and stat.S_ISDIR(current.st_mode):
+                raise InvalidKey(f"cannot write {key!r}: it is a directory", key=key)
+            if mode is PutMode.UPDATE:
+                if current is None:
+                    raise self._not_found(key)
+                found = _version(current)
+                if found != expected:
+                    raise PreconditionFailed(
+                        f"{key!r} changed: expected version {expected}, found {found}",
+                        key=key,
+                        store=self.url,
+                        expected=expected,
+                        found=found,
+                    )
+            st = _stamp(fd, current.st_mtime_ns if current is not None else 0)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            return st
 
-    def _key_lock(self, target: Path) -> _FileLock:
-        lock_path = target.parent / f"{_HIDDEN}lock-{target.name}"
-        with self._thread_locks_guard:
-            tlock = self._thread_locks.setdefault(str(lock_path), threading.Lock())
-        return _FileLock(lock_path, tlock)
-
-    def _sync_dir(self, directory: Path) -> None:
-        if not self.fsync:
-            return
-        fd = os.open(directory, os.O_RDONLY)
+    def _open_dir(self, parent: str, key: str, *, create: bool) -> int:
+        directory = self.root / parent if parent else self.root
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _move(self, src: str, dst: str) -> None:
-        source, target = self.root / src, self.root / dst
-        if not source.is_file():
-            raise self._not_found(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
-        self._sync_dir(target.parent)
-        self._prune_empty_dirs(source.parent)
+            try:
+                return os.open(directory, _DIR_FLAGS)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                directory.mkdir(parents=True, exist_ok=True)
+                return os.open(directory, _DIR_FLAGS)
+        except (FileExistsError, NotADirectoryError):
+            if not create:
+                raise self._not_found(key) from None
+            raise InvalidKey(
+                f"cannot write {key!r} in {self.url}: a parent is a file", key=key
+            ) from None
+        except FileNotFoundError:
+            raise self._not_found(key) from None
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"cannot open the directory of {key!r} in {self.url}: {exc}", key=key
+            ) from exc
 
     def _delete(self, key: str, missing_ok: bool) -> None:
-        target = self.root / key
+        parent, _, name = key.rpartition("/")
         try:
-            if target.is_dir():
-                raise FileNotFoundError(key)
-            target.unlink()
-        except (FileNotFoundError, NotADirectoryError):
-            if not missing_ok:
-                raise self._not_found(key) from None
-            return
-        (target.parent / f"{_HIDDEN}lock-{target.name}").unlink(missing_ok=True)
-        self._prune_empty_dirs(target.parent)
+            dir_fd = self._open_dir(parent, key, create=False)
+        except NotFound:
+            if missing_ok:
+                return
+            raise self._not_found(key) from None
+        try:
+            with _DirLock(dir_fd):
+                try:
+                    st = os.stat(name, dir_fd=dir_fd)
+                    if not stat.S_ISREG(st.st_mode):
+                        raise FileNotFoundError(key)
+                    os.unlink(name, dir_fd=dir_fd)
+                except FileNotFoundError:
+                    if missing_ok:
+                        return
+                    raise self._not_found(key) from None
+        finally:
+            os.close(dir_fd)
+        self._prune_empty_dirs(parent)
 
-    def _prune_empty_dirs(self, directory: Path) -> None:
+    def _move(self, src: str, dst: str) -> None:
+        _check_visible(dst)
+        if src == dst:
+            self._head(src)
+            return
+        src_parent, _, src_name = src.rpartition("/")
+        dst_parent, _, dst_name = dst.rpartition("/")
+        for _attempt in range(_RETRIES):
+            src_fd = self._open_dir(src_parent, src, create=False)
+            try:
+                dst_fd = self._open_dir(dst_parent, dst, create=True)
+                try:
+                    if self._rename_locked(src_fd, src_name, dst_fd, dst_name, src, dst):
+                        if self.fsync:
+                            os.fsync(dst_fd)
+                            os.fsync(src_fd)
+                        break
+                finally:
+                    os.close(dst_fd)
+            finally:
+                os.close(src_fd)
+        else:
+            raise StoreUnavailable(f"directory of {dst!r} keeps vanishing in {self.url}", key=dst)
+        self._prune_empty_dirs(src_parent)
+
+    def _rename_locked(
+        self, src_fd: int, src_name: str, dst_fd: int, dst_name: str, src: str, dst: str
+    ) -> bool:
+        """Rename under both directory locks (taken in inode order: no deadlock)."""
+        same = os.path.samestat(os.fstat(src_fd), os.fstat(dst_fd))
+        fds = [src_fd] if same else sorted((src_fd, dst_fd), key=lambda f: os.fstat(f).st_ino)
+        locks = [_DirLock(f) for f in fds]
+        for lock in locks:
+            lock.__enter__()
+        try:
+            try:
+                st = os.stat(src_name, dir_fd=src_fd)
+            except FileNotFoundError:
+                raise self._not_found(src) from None
+            if not stat.S_ISREG(st.st_mode):
+                raise self._not_found(src)
+            try:
+                os.replace(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+            except FileNotFoundError:
+                return False  # the destination directory was pruned: retry
+            except (IsADirectoryError, OSError) as exc:
+                if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+                    raise InvalidKey(
+                        f"cannot move to {dst!r}: it is a directory", key=dst
+                    ) from None
+                raise
+            return True
+        finally:
+            for lock in reversed(locks):
+                lock.__exit__()
+
+    def _prune_empty_dirs(self, parent: str) -> None:
         # Object stores have no directories: an emptied "directory" must vanish from listings.
-        while directory != self.root and self.root in directory.parents:
+        # A concurrent writer that opened the directory first sees ENOENT and retries.
+        while parent:
+            directory = self.root / parent
+            _remove_stale_temps(directory)
             try:
                 directory.rmdir()
             except OSError as exc:
-                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.EBUSY):
                     return
                 raise
-            directory = directory.parent
+            parent = parent.rpartition("/")[0]
 
     # --- listing -------------------------------------------------------------------------
 
@@ -233,34 +334,50 @@ class LocalStore(Store):
         base = self.root / prefix if prefix else self.root
         if not base.is_dir():
             return
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = [d for d in dirnames if not d.startswith(_HIDDEN)]
-            rel_dir = os.path.relpath(dirpath, self.root)
-            for name in filenames:
-                if name.startswith(_HIDDEN):
-                    continue
-                key = name if rel_dir == "." else f"{rel_dir}/{name}"
-                try:
-                    st = os.stat(os.path.join(dirpath, name))
-                except FileNotFoundError:
-                    continue  # deleted while listing
-                yield _meta(key.replace(os.sep, "/"), st)
-
-    def _list_dir(self, prefix: str) -> ListResult:
-        base = self.root / prefix if prefix else self.root
-        if not base.is_dir():
-            return ListResult()
-        objects: list[ObjectMeta] = []
-        prefixes: list[str] = []
-        with os.scandir(base) as entries:
+        stack = [(base, prefix)]
+        while stack:
+            directory, rel = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # removed while listing
             for entry in entries:
                 if entry.name.startswith(_HIDDEN):
                     continue
-                key = f"{prefix}/{entry.name}" if prefix else entry.name
-                if entry.is_dir():
-                    prefixes.append(key)
-                else:
-                    objects.append(_meta(key, entry.stat()))
+                key = f"{rel}/{entry.name}" if rel else entry.name
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((Path(entry.path), key))
+                        continue
+                    st = entry.stat()
+                except FileNotFoundError:
+                    continue  # deleted while listing
+                if stat.S_ISREG(st.st_mode):
+                    yield _meta(key, st)
+
+    def _list_dir(self, prefix: str) -> ListResult:
+        base = self.root / prefix if prefix else self.root
+        objects: list[ObjectMeta] = []
+        prefixes: list[str] = []
+        try:
+            entries = list(os.scandir(base))
+        except (FileNotFoundError, NotADirectoryError):
+            return ListResult()
+        for entry in entries:
+            if entry.name.startswith(_HIDDEN):
+                continue
+            key = f"{prefix}/{entry.name}" if prefix else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    # A directory holding only leftover temporary files is no "prefix".
+                    if _has_objects(entry.path):
+                        prefixes.append(key)
+                    continue
+                st = entry.stat()
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                objects.append(_meta(key, st))
         objects.sort(key=lambda m: m.key)
         prefixes.sort()
         return ListResult(objects=tuple(objects), prefixes=tuple(prefixes))
@@ -269,33 +386,78 @@ class LocalStore(Store):
         return NotFound(f"{key!r} not found in {self.url}", key=key, store=self.url)
 
 
-class _FileLock:
-    """An exclusive ``flock`` (across processes) plus a thread lock (flock is per process
-    on some systems when the same file is opened twice)."""
+class _DirLock:
+    """An exclusive ``flock`` on a directory fd we opened ourselves.
 
-    def __init__(self, path: Path, thread_lock: threading.Lock):
-        self.path = path
-        self.thread_lock = thread_lock
-        self.fd = -1
+    Each caller opens its own fd (its own open file description), so the lock excludes
+    other threads of this process as well as other processes.
+    """
 
-    def __enter__(self) -> _FileLock:
-        self.thread_lock.acquire()
-        try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except BaseException:
-            if self.fd >= 0:
-                os.close(self.fd)
-            self.thread_lock.release()
-            raise
-        return self
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __enter__(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
 
     def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+
+def _stamp(fd: int, previous_mtime_ns: int) -> os.stat_result:
+    """Give the file a fresh mtime, strictly after ``previous_mtime_ns``; return its stat."""
+    now = max(time.time_ns(), previous_mtime_ns + 1)
+    os.utime(fd, ns=(now, now))
+    return os.fstat(fd)
+
+
+def _check_visible(key: str) -> None:
+    for segment in key.split("/"):
+        if segment.startswith(_HIDDEN):
+            raise InvalidKey(f"store key {key!r} uses the reserved prefix {_HIDDEN!r}", key=key)
+
+
+def _unlink_quietly(name: str, dir_fd: int) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def _remove_stale_temps(directory: Path) -> None:
+    """Remove temporary files a crashed writer left behind (old enough to be abandoned)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    if any(not e.name.startswith(_HIDDEN) for e in entries):
+        return  # not going to be empty anyway
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    for entry in entries:
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-        finally:
-            self.thread_lock.release()
+            if entry.name.startswith(f"{_HIDDEN}tmp-") and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+
+
+def _has_objects(directory: str) -> bool:
+    stack = [directory]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(_HIDDEN):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def _version(st: os.stat_result) -> str:

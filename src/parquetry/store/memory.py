@@ -6,8 +6,9 @@ survives pickling inside one process, which is what local Spark tests and the CL
 
 from __future__ import annotations
 
-import hashlib
 import threading
+import uuid
+import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -15,6 +16,8 @@ from parquetry.errors import AlreadyExists, NotFound, PreconditionFailed
 from parquetry.store.base import Capability, ObjectMeta, PutMode, Store
 
 __all__ = ["MemoryStore"]
+
+_PRIVATE_PREFIX = "private-"
 
 
 class _Bucket:
@@ -24,25 +27,37 @@ class _Bucket:
         self.counter = 0
 
 
+# Named buckets live for the whole process (``memory://name`` can be reopened at any time);
+# a private bucket lives as long as a store instance refers to it.
 _BUCKETS: dict[str, _Bucket] = {}
+_PRIVATE_BUCKETS: weakref.WeakValueDictionary[str, _Bucket] = weakref.WeakValueDictionary()
 _BUCKETS_LOCK = threading.Lock()
 
 
-def _bucket(name: str) -> _Bucket:
+def _bucket(name: str, private: bool) -> _Bucket:
     with _BUCKETS_LOCK:
-        return _BUCKETS.setdefault(name, _Bucket())
+        table = _PRIVATE_BUCKETS if private else _BUCKETS
+        bucket = table.get(name)
+        if bucket is None:
+            bucket = table[name] = _Bucket()
+        return bucket
 
 
 class MemoryStore(Store):
-    """A store in memory. ``MemoryStore()`` is private; ``MemoryStore("x")`` is shared by name."""
+    """A store in memory.
+
+    ``MemoryStore("x")`` (``memory://x``) is shared by name within the process and lives
+    until the process ends. ``MemoryStore()`` is private: its objects are freed with the
+    last instance referring to them (an unpickled copy is such an instance).
+    """
 
     capabilities = frozenset(Capability)
 
     def __init__(self, name: str | None = None):
         if name is None:
-            name = f"anon-{id(self):x}-{hashlib.sha1(str(datetime.now(UTC)).encode()).hexdigest()[:8]}"
+            name = f"{_PRIVATE_PREFIX}{uuid.uuid4().hex}"
         self.name = name
-        self._b = _bucket(name)
+        self._b = _bucket(name, private=name.startswith(_PRIVATE_PREFIX))
 
     @property
     def url(self) -> str:
@@ -83,16 +98,19 @@ class MemoryStore(Store):
         with self._b.lock:
             current = self._b.objects.get(key)
             if mode is PutMode.CREATE and current is not None:
-                raise AlreadyExists(f"{key!r} already exists in {self.url}", key=key,
-                                    store=self.url)
+                raise AlreadyExists(
+                    f"{key!r} already exists in {self.url}", key=key, store=self.url
+                )
             if mode is PutMode.UPDATE:
                 if current is None:
                     raise NotFound(f"{key!r} not found in {self.url}", key=key, store=self.url)
                 if current[1] != expected_version:
                     raise PreconditionFailed(
-                        f"{key!r} changed: expected version {expected_version}, "
-                        f"found {current[1]}",
-                        key=key, store=self.url, expected=expected_version, found=current[1],
+                        f"{key!r} changed: expected version {expected_version}, found {current[1]}",
+                        key=key,
+                        store=self.url,
+                        expected=expected_version,
+                        found=current[1],
                     )
             self._b.counter += 1
             version = str(self._b.counter)

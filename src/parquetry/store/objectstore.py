@@ -2,27 +2,32 @@
 
 S3's ``If-None-Match: *`` and ``If-Match: <etag>`` (GCS generations, Azure ETags) give
 create-if-absent and compare-and-swap; obstore exposes both as put modes. Every obstore
-exception is translated here into parquetry's error tree.
+exception is translated here into parquetry's error tree, with secrets scrubbed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 import obstore
 from obstore.exceptions import (
     AlreadyExistsError,
+    GenericError,
     InvalidPathError,
     NotFoundError,
     PermissionDeniedError,
     PreconditionError,
     UnauthenticatedError,
+    UnknownConfigurationKeyError,
 )
 from obstore.store import AzureStore, GCSStore, S3Store
 
 from parquetry.errors import (
     AlreadyExists,
+    InvalidArgument,
     InvalidKey,
     NotFound,
     ParquetryError,
@@ -30,27 +35,48 @@ from parquetry.errors import (
     StoreUnavailable,
 )
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
+from parquetry.store.keys import validate_key
 
-__all__ = ["ObjectStore"]
+__all__ = ["DEFAULT_CLIENT_OPTIONS", "DEFAULT_RETRY", "ObjectStore", "is_secret_option"]
 
-#: Option names whose values are secrets: kept out of repr, url, errors and logs.
-SECRET_OPTIONS = frozenset(
+#: Parts of option names whose values are secrets: kept out of repr, url, errors and logs.
+_SECRET_MARKERS = ("secret", "token", "password", "access_key", "account_key", "sas_", "sas")
+_CLIENT_OPTIONS = frozenset(
     {
-        "access_key_id",
-        "secret_access_key",
-        "session_token",
-        "token",
-        "account_key",
-        "client_secret",
-        "sas_key",
-        "service_account_key",
-        "aws_access_key_id",
-        "aws_secret_access_key",
-        "aws_session_token",
+        "allow_http",
+        "allow_invalid_certificates",
+        "connect_timeout",
+        "default_content_type",
+        "default_headers",
+        "http1_only",
+        "http2_only",
+        "pool_idle_timeout",
+        "pool_max_idle_per_host",
+        "proxy_url",
+        "proxy_ca_certificate",
+        "proxy_excludes",
+        "randomize_addresses",
+        "read_timeout",
+        "timeout",
+        "user_agent",
     }
 )
-_CLIENT_OPTIONS = frozenset({"allow_http", "timeout", "connect_timeout", "pool_max_idle_per_host"})
+#: Fail in seconds, not minutes, when the endpoint is unreachable (obstore's own defaults
+#: retry for up to three minutes). Override with the ``retry_config`` option.
+DEFAULT_RETRY: dict[str, Any] = {
+    "max_retries": 3,
+    "retry_timeout": timedelta(seconds=20),
+    "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2)},
+}
+DEFAULT_CLIENT_OPTIONS: dict[str, Any] = {"connect_timeout": "3s"}
 _SCHEMES = {"s3": S3Store, "gs": GCSStore, "az": AzureStore}
+_MULTIPART_THRESHOLD = 64 * 1024 * 1024
+
+
+def is_secret_option(name: str) -> bool:
+    """Whether the option ``name`` holds a secret (credentials, tokens, keys)."""
+    lowered = name.lower()
+    return any(marker in lowered for marker in _SECRET_MARKERS)
 
 
 class ObjectStore(Store):
@@ -61,7 +87,11 @@ class ObjectStore(Store):
         bucket: Bucket or container name.
         prefix: Key prefix inside the bucket that acts as this store's root.
         options: Backend configuration (``endpoint``, ``region``, credentials...) as obstore
-            names them; anything missing comes from the environment (``AWS_*``...).
+            names them, plus HTTP client options (``timeout``, ``connect_timeout``...) and
+            ``retry_config``; anything missing comes from the environment (``AWS_*``...).
+
+    Raises:
+        InvalidArgument: unknown scheme, missing bucket or an option the backend rejects.
     """
 
     capabilities = frozenset(Capability)
@@ -70,31 +100,37 @@ class ObjectStore(Store):
         self, scheme: str, bucket: str, prefix: str = "", options: Mapping[str, Any] | None = None
     ):
         if scheme not in _SCHEMES:
-            raise ParquetryError(f"unsupported object store scheme {scheme!r}")
+            raise InvalidArgument(f"unsupported object store scheme {scheme!r} (s3, gs or az)")
+        if not bucket:
+            raise InvalidArgument(f"{scheme}:// store needs a bucket name")
         self.scheme = scheme
         self.bucket = bucket
         self.prefix = prefix.strip("/")
-        self._options = dict(options or {})
+        self._options = {str(k).lower(): v for k, v in (options or {}).items()}
         self._client = self._connect()
 
     def _connect(self) -> Any:
-        config = {k: v for k, v in self._options.items() if k not in _CLIENT_OPTIONS}
-        client_options = {k: v for k, v in self._options.items() if k in _CLIENT_OPTIONS}
-        endpoint = str(config.get("endpoint", ""))
-        if endpoint.startswith("http://"):
+        config = {
+            k: v
+            for k, v in self._options.items()
+            if k not in _CLIENT_OPTIONS and k not in ("retry_config", "client_options")
+        }
+        client_options = {**DEFAULT_CLIENT_OPTIONS, **self._options.get("client_options", {})}
+        client_options.update((k, v) for k, v in self._options.items() if k in _CLIENT_OPTIONS)
+        if str(config.get("endpoint", "")).startswith("http://"):
             client_options.setdefault("allow_http", True)
-        cls = _SCHEMES[self.scheme]
+        retry = self._options.get("retry_config", DEFAULT_RETRY)
         try:
-            return cls(
+            return _SCHEMES[self.scheme](
                 self.bucket,
                 prefix=self.prefix or None,
                 config=config,
-                client_options=client_options or None,
+                client_options=client_options,
+                retry_config=retry,
             )
         except Exception as exc:  # obstore raises config errors of several kinds
-            raise StoreUnavailable(
-                f"cannot configure {self.url}: {_scrub(str(exc), self._options)}"
-            ) from None
+            msg = _scrub(str(exc), self._options).splitlines()[0][:300]
+            raise InvalidArgument(f"cannot configure {self.url}: {msg}") from None
 
     # --- identity ------------------------------------------------------------------------
 
@@ -106,7 +142,7 @@ class ObjectStore(Store):
     @property
     def options(self) -> dict[str, Any]:
         """The non-secret options (endpoint, region...)."""
-        return {k: v for k, v in self._options.items() if k not in SECRET_OPTIONS}
+        return {k: v for k, v in self._options.items() if not is_secret_option(k)}
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in sorted(self.options.items()))
@@ -116,11 +152,10 @@ class ObjectStore(Store):
         return (ObjectStore, (self.scheme, self.bucket, self.prefix, self._options))
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, ObjectStore)
-            and (other.scheme, other.bucket, other.prefix, other._options)
-            == (self.scheme, self.bucket, self.prefix, self._options)
-        )
+        if not isinstance(other, ObjectStore):
+            return False
+        mine = (self.scheme, self.bucket, self.prefix, self._options)
+        return mine == (other.scheme, other.bucket, other.prefix, other._options)
 
     def __hash__(self) -> int:
         return hash((self.scheme, self.bucket, self.prefix))
@@ -128,40 +163,37 @@ class ObjectStore(Store):
     # --- primitives ----------------------------------------------------------------------
 
     def _get(self, key: str) -> bytes:
-        with self._translate(key):
+        with _Translate(self, key):
             return bytes(obstore.get(self._client, key).bytes())
 
     def _get_range(self, key: str, start: int, end: int) -> bytes:
-        with self._translate(key):
-            size = None
+        with _Translate(self, key):
             try:
                 return bytes(obstore.get_range(self._client, key, start=start, end=end))
-            except Exception as exc:
-                # A range past the end is an error for S3; cut it at the end like a file.
-                if isinstance(exc, NotFoundError | FileNotFoundError):
+            except GenericError as exc:
+                if "416" not in str(exc):
                     raise
-                size = self._head(key).size
-            if start >= size:
-                return b""
-            return bytes(obstore.get_range(self._client, key, start=start, end=min(end, size)))
+            # A range starting at or past the end is 416 for S3; a file read gives b"".
+            self._head(key)
+            return b""
 
-    def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        if not ranges:
-            return []
-        self.require(Capability.READ)
-        starts = [s for s, _ in ranges]
-        ends = [e for _, e in ranges]
-        with self._translate(key):
-            try:
-                return [bytes(b) for b in obstore.get_ranges(self._client, key, starts=starts,
-                                                             ends=ends)]
-            except (NotFoundError, FileNotFoundError):
-                raise
-            except Exception:
-                return super().get_ranges(key, ranges)
+    def _get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        # obstore coalesces the ranges into few requests but panics on a range past the
+        # end, so cut them at the size first (one head request).
+        size = self._head(key).size
+        clipped = [(min(s, size), min(e, size)) for s, e in ranges]
+        wanted = [(s, e) for s, e in clipped if e > s]
+        if not wanted:
+            return [b"" for _ in ranges]
+        with _Translate(self, key):
+            fetched = obstore.get_ranges(
+                self._client, key, starts=[s for s, _ in wanted], ends=[e for _, e in wanted]
+            )
+        parts = iter(fetched)
+        return [bytes(next(parts)) if e > s else b"" for s, e in clipped]
 
     def _head(self, key: str) -> ObjectMeta:
-        with self._translate(key):
+        with _Translate(self, key):
             return _meta(obstore.head(self._client, key))
 
     def _put(
@@ -174,24 +206,44 @@ class ObjectStore(Store):
             obs_mode = "create"
         else:
             obs_mode = {"e_tag": expected_version}
-        with self._translate(key, expected=expected_version):
-            result = obstore.put(self._client, key, data, mode=obs_mode, use_multipart=False
-                                 if len(data) < 64 * 1024 * 1024 else None)
+        # Conditional writes stay single PUTs: the condition must apply to one request.
+        multipart = (
+            None if mode is PutMode.OVERWRITE and len(data) >= _MULTIPART_THRESHOLD else False
+        )
+        try:
+            with _Translate(self, key, expected=expected_version):
+                result = obstore.put(
+                    self._client, key, data, mode=obs_mode, use_multipart=multipart
+                )
+        except PreconditionFailed:
+            # S3 answers a conditional PUT on a missing key with 404, obstore with the same
+            # PreconditionError as a stale ETag: tell the two apart.
+            if not self._exists(key):
+                raise NotFound(
+                    f"{key!r} not found in {self.url}", key=key, store=self.url
+                ) from None
+            raise
         return ObjectMeta(key=key, size=len(data), version=result.get("e_tag"), modified=None)
 
     def _copy(self, src: str, dst: str) -> None:
-        with self._translate(src):
+        with _Translate(self, src):
             obstore.copy(self._client, src, dst, overwrite=True)
+
+    def _move(self, src: str, dst: str) -> None:
+        if src == dst:
+            self._head(src)
+            return
+        self._copy(src, dst)
+        with _Translate(self, src):
+            obstore.delete(self._client, src)
 
     def _delete(self, key: str, missing_ok: bool) -> None:
         if not missing_ok and not self._exists(key):
             raise NotFound(f"{key!r} not found in {self.url}", key=key, store=self.url)
-        with self._translate(key):
+        with _Translate(self, key):
             obstore.delete(self._client, key)
 
     def delete_many(self, keys: Iterable[str], *, missing_ok: bool = True) -> None:
-        from parquetry.store.keys import validate_key
-
         self.require(Capability.DELETE)
         batch = [validate_key(k) for k in keys]
         if not missing_ok:
@@ -199,31 +251,30 @@ class ObjectStore(Store):
                 if not self._exists(key):
                     raise NotFound(f"{key!r} not found in {self.url}", key=key, store=self.url)
         for i in range(0, len(batch), 1000):
-            with self._translate(batch[i] if batch else ""):
+            with _Translate(self, batch[i]):
                 obstore.delete(self._client, batch[i : i + 1000])
 
     def _list(self, prefix: str) -> Iterator[ObjectMeta]:
-        with self._translate(prefix):
+        with _Translate(self, prefix):
             stream = obstore.list(self._client, prefix or None, chunk_size=1000)
             for chunk in stream:
                 for item in chunk:
                     yield _meta(item)
 
     def _list_dir(self, prefix: str) -> ListResult:
-        with self._translate(prefix):
+        with _Translate(self, prefix):
             result = obstore.list_with_delimiter(self._client, prefix or None)
         objects = tuple(sorted((_meta(m) for m in result["objects"]), key=lambda m: m.key))
         prefixes = tuple(sorted(p.rstrip("/") for p in result["common_prefixes"]))
         return ListResult(objects=objects, prefixes=prefixes)
 
-    def _translate(self, key: str, *, expected: str | None = None) -> _Translate:
-        return _Translate(self, key, expected)
-
 
 class _Translate:
     """Context manager turning obstore exceptions into parquetry errors, secrets scrubbed."""
 
-    def __init__(self, store: ObjectStore, key: str, expected: str | None):
+    __slots__ = ("expected", "key", "store")
+
+    def __init__(self, store: ObjectStore, key: str, *, expected: str | None = None):
         self.store = store
         self.key = key
         self.expected = expected
@@ -231,43 +282,52 @@ class _Translate:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: object) -> None:
-        if exc is None or isinstance(exc, ParquetryError):
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        if exc is None or isinstance(exc, ParquetryError) or not isinstance(exc, Exception):
             return
-        key, url = self.key, self.store.url
-        if isinstance(exc, NotFoundError | FileNotFoundError):
-            raise NotFound(f"{key!r} not found in {url}", key=key, store=url) from None
-        if isinstance(exc, AlreadyExistsError | FileExistsError):
-            raise AlreadyExists(f"{key!r} already exists in {url}", key=key, store=url) from None
-        if isinstance(exc, PreconditionError):
-            raise PreconditionFailed(
-                f"{key!r} changed: expected version {self.expected}",
-                key=key, store=url, expected=self.expected,
-            ) from None
-        if isinstance(exc, InvalidPathError):
-            raise InvalidKey(f"invalid key {key!r} for {url}", key=key, store=url) from None
-        if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
-            raise StoreUnavailable(f"access to {key!r} in {url} denied", key=key,
-                                   store=url) from None
-        if isinstance(exc, Exception):
-            msg = _scrub(str(exc), self.store._options).splitlines()[0][:300]
-            raise StoreUnavailable(
-                f"{url} failed on {key!r}: {type(exc).__name__}: {msg}", key=key, store=url
-            ) from None
+        # The original stays reachable as __context__: scrub it too.
+        exc.args = tuple(_scrub(str(a), self.store._options) for a in exc.args)
+        raise _translate(exc, self.store, self.key, self.expected) from None
+
+
+def _translate(exc: Exception, store: ObjectStore, key: str, expected: str | None) -> Exception:
+    url = store.url
+    if isinstance(exc, NotFoundError | FileNotFoundError):
+        return NotFound(f"{key!r} not found in {url}", key=key, store=url)
+    if isinstance(exc, AlreadyExistsError | FileExistsError):
+        return AlreadyExists(f"{key!r} already exists in {url}", key=key, store=url)
+    if isinstance(exc, PreconditionError):
+        return PreconditionFailed(
+            f"{key!r} changed in {url}: expected version {expected}",
+            key=key,
+            store=url,
+            expected=expected,
+        )
+    if isinstance(exc, InvalidPathError):
+        return InvalidKey(f"invalid key {key!r} for {url}", key=key, store=url)
+    if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
+        return StoreUnavailable(f"access to {key!r} in {url} denied", key=key, store=url)
+    if isinstance(exc, UnknownConfigurationKeyError):
+        return InvalidArgument(f"bad configuration for {url}: {exc}", key=key, store=url)
+    msg = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return StoreUnavailable(
+        f"{url} failed on {key!r}: {type(exc).__name__}: {msg}", key=key, store=url
+    )
 
 
 def _scrub(text: str, options: Mapping[str, Any]) -> str:
     for name, value in options.items():
-        if name in SECRET_OPTIONS and value:
-            text = text.replace(str(value), "***")
+        if is_secret_option(name) and isinstance(value, str) and value:
+            text = text.replace(value, "***").replace(quote(value, safe=""), "***")
     return text
 
 
 def _meta(item: Mapping[str, Any]) -> ObjectMeta:
     return ObjectMeta(
-        key=str(item["path"]),
-        size=int(item["size"]),
+        key=item["path"],
+        size=item["size"],
         version=item.get("e_tag") or item.get("version"),
         modified=item.get("last_modified"),
     )

@@ -44,7 +44,7 @@ def open_store(url: str, **options: Any) -> Store:
         path = unquote(parts.path) if scheme == "file" else url
         if scheme == "file" and parts.netloc not in ("", "localhost"):
             raise InvalidArgument(f"file URL {url!r} must be local (file:///path)")
-        fsync = bool(opts.pop("fsync", True))
+        fsync = _flag(url, "fsync", opts.pop("fsync", True))
         _no_extra(url, opts)
         return LocalStore(path, fsync=fsync)
     if scheme == "memory":
@@ -68,3 +68,14 @@ def open_store(url: str, **options: Any) -> Store:
 def _no_extra(url: str, opts: dict[str, Any]) -> None:
     if opts:
         raise InvalidArgument(f"options {sorted(opts)} do not apply to {url!r}")
+
+
+def _flag(url: str, name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise InvalidArgument(f"option {name}={value!r} for {url!r} must be a boolean")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from parquetry.store.base import (
@@ -28,7 +28,7 @@ class WrapperStore(Store):
         return self.inner.url
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.inner == self.inner  # type: ignore[attr-defined]
+        return type(other) is type(self) and other.inner == self.inner
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.inner))
@@ -41,6 +41,9 @@ class WrapperStore(Store):
 
     def _get_range(self, key: str, start: int, end: int) -> bytes:
         return self.inner._get_range(key, start, end)
+
+    def _get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        return self.inner._get_ranges(key, ranges)
 
     def _head(self, key: str) -> ObjectMeta:
         return self.inner._head(key)
@@ -69,7 +72,11 @@ class WrapperStore(Store):
         return self.inner._list_dir(prefix)
 
     def __getstate__(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        # Locks cannot be pickled; subclasses recreate theirs in __setstate__.
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
 
 class ReadOnlyStore(WrapperStore):

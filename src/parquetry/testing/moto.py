@@ -70,8 +70,11 @@ def start_moto_server(timeout: float = 30.0) -> MotoServer:
         "moto_server"
     )
     port = _free_port()
-    cmd = [exe, "-H", "127.0.0.1", "-p", str(port)] if exe else [
-        sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    cmd = (
+        [exe, "-H", "127.0.0.1", "-p", str(port)]
+        if exe
+        else [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    )
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from parquetry.errors import StoreUnavailable
 from parquetry.store.base import ListResult, ObjectMeta, PutMode, Store
@@ -13,7 +14,18 @@ from parquetry.store.wrappers import WrapperStore
 __all__ = ["CountingStore", "FaultyStore", "InjectedFault"]
 
 #: The kinds of calls the wrappers see (one per store primitive).
-KINDS = ("get", "get_range", "head", "exists", "put", "delete", "list", "list_dir")
+KINDS = (
+    "get",
+    "get_range",
+    "head",
+    "exists",
+    "put",
+    "delete",
+    "list",
+    "list_dir",
+    "copy",
+    "move",
+)
 
 
 class CountingStore(WrapperStore):
@@ -59,6 +71,12 @@ class CountingStore(WrapperStore):
         self._count("get_range", key, read=len(data))
         return data
 
+    def _get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        parts = self.inner._get_ranges(key, ranges)
+        for part in parts:
+            self._count("get_range", key, read=len(part))
+        return parts
+
     def _head(self, key: str) -> ObjectMeta:
         self._count("head", key)
         return self.inner._head(key)
@@ -84,6 +102,18 @@ class CountingStore(WrapperStore):
     def _list_dir(self, prefix: str) -> ListResult:
         self._count("list_dir", prefix)
         return self.inner._list_dir(prefix)
+
+    def _copy(self, src: str, dst: str) -> None:
+        self._count("copy", src)
+        self.inner._copy(src, dst)
+
+    def _move(self, src: str, dst: str) -> None:
+        self._count("move", src)
+        self.inner._move(src, dst)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
 
 class InjectedFault(StoreUnavailable):
@@ -121,9 +151,7 @@ class FaultyStore(WrapperStore):
         self.kinds = kinds
         self.always = always
         self.after = after
-        self.error = error or (
-            lambda kind, key: InjectedFault(f"injected fault on {kind} {key!r}", key=key)
-        )
+        self.error = error or _injected_fault
         self.calls = 0
         self.failed = False
 
@@ -148,6 +176,10 @@ class FaultyStore(WrapperStore):
     def _get_range(self, key: str, start: int, end: int) -> bytes:
         self._check("get_range", key)
         return self.inner._get_range(key, start, end)
+
+    def _get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        self._check("get_range", key)
+        return self.inner._get_ranges(key, ranges)
 
     def _head(self, key: str) -> ObjectMeta:
         self._check("head", key)
@@ -178,3 +210,19 @@ class FaultyStore(WrapperStore):
     def _list_dir(self, prefix: str) -> ListResult:
         self._check("list_dir", prefix)
         return self.inner._list_dir(prefix)
+
+    def _copy(self, src: str, dst: str) -> None:
+        self._check("copy", src)
+        self.inner._copy(src, dst)
+
+    def _move(self, src: str, dst: str) -> None:
+        self._check("move", src)
+        self.inner._move(src, dst)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
+def _injected_fault(kind: str, key: str) -> BaseException:
+    return InjectedFault(f"injected fault on {kind} {key!r}", key=key)

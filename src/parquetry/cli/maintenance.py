@@ -1,0 +1,171 @@
+"""Repair and garbage collection for both dataset kinds (no terminal output here).
+
+A dry run of garbage collection runs the real collector against a :class:`DryRunStore`,
+which passes reads through and records writes and deletes without doing them, so the
+dry run reports exactly what the real run would delete.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from parquetry.errors import DatasetNotFound, InvalidArgument, ParquetryError
+from parquetry.store import ObjectMeta, PutMode
+from parquetry.store.wrappers import WrapperStore
+
+if TYPE_CHECKING:
+    from parquetry.cli.targets import DatasetRef
+    from parquetry.store import Store
+
+__all__ = ["DryRunStore", "GCResult", "collect_garbage", "parse_duration", "repair_dataset"]
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> dt.timedelta:
+    """``"7d"``, ``"12h"``, ``"30m"``, ``"90s"``, ``"2w"`` or plain seconds (``"0"``)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text)
+    if not match:
+        raise InvalidArgument(
+            f"--retention {text!r} is not a duration (use e.g. 7d, 12h, 30m, 90s or 0)"
+        )
+    return dt.timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
+
+
+class DryRunStore(WrapperStore):
+    """Reads pass through; writes and deletes are recorded in ``written`` / ``deleted``."""
+
+    def __init__(self, inner: Store):
+        super().__init__(inner)
+        self.written: list[str] = []
+        self.deleted: list[str] = []
+
+    def _put(self, key: str, data: bytes | memoryview, mode: PutMode,
+             expected_version: str | None) -> ObjectMeta:
+        self.written.append(key)
+        return ObjectMeta(key=key, size=len(data), version="dry-run")
+
+    def _delete(self, key: str, missing_ok: bool) -> None:
+        if not missing_ok:
+            self.inner._head(key)  # raises NotFound exactly like the real delete would
+        self.deleted.append(key)
+
+    def _copy(self, src: str, dst: str) -> None:
+        self.written.append(dst)
+
+    def _move(self, src: str, dst: str) -> None:
+        self.written.append(dst)
+        self.deleted.append(src)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GCResult:
+    """What a collection deleted (or would delete, for a dry run), with sizes."""
+
+    dry_run: bool
+    deleted: tuple[tuple[str, int | None], ...]
+    expired_versions: tuple[int, ...] = ()
+    retained_versions: tuple[int, ...] = field(default=())
+
+    @property
+    def bytes(self) -> int:
+        return sum(size or 0 for _, size in self.deleted)
+
+
+def _sizes(store: Store, prefix: str) -> dict[str, int]:
+    return {m.key: m.size for m in store.list(prefix)}
+
+
+def collect_garbage(
+    store: Store, ref: DatasetRef, *, retention: dt.timedelta, dry_run: bool,
+    now: dt.datetime | None = None,
+) -> GCResult:
+    """Delete what no retained version needs (see ``Dataset.garbage_collect``)."""
+    if retention < dt.timedelta(0):
+        raise InvalidArgument(f"retention must not be negative, got {retention}")
+    target: Store = DryRunStore(store) if dry_run else store
+    if ref.kind == "snapshot":
+        deleted_keys = _snapshot_gc(target, ref.name, retention, now or dt.datetime.now(dt.UTC))
+        expired: tuple[int, ...] = ()
+        retained: tuple[int, ...] = ()
+        sizes = _sizes(store, ref.name)
+    else:
+        from parquetry.dataset import Dataset
+
+        sizes = _sizes(store, ref.name)
+        sizes.update({m.key: m.size for m in store.list_dir("").objects
+                      if m.key.startswith(f"{ref.name}.")})
+        report = Dataset.open(target, ref.name).garbage_collect(retention=retention)
+        deleted_keys = list(report.deleted)
+        expired, retained = report.expired_versions, report.retained_versions
+    if isinstance(target, DryRunStore):
+        deleted_keys = sorted(set(deleted_keys) | set(target.deleted))
+    return GCResult(
+        dry_run=dry_run,
+        deleted=tuple((k, sizes.get(k)) for k in sorted(set(deleted_keys))),
+        expired_versions=tuple(expired),
+        retained_versions=tuple(retained),
+    )
+
+
+def _snapshot_gc(store: Store, key: str, retention: dt.timedelta,
+                 now: dt.datetime) -> list[str]:
+    """Staged parts and stray files older than ``retention``; never during a switch."""
+    from parquetry.snapshot import ParquetDatasetStore
+
+    if store.exists(f"{key}/_parquetry_switch.json"):
+        raise ParquetryError(
+            f"{key}: an overwrite was interrupted; run 'parquetry repair' before gc", key=key
+        )
+    manifest = ParquetDatasetStore(store).read_manifest(key)
+    keep = {f"{key}/{p}" for p in manifest.parts} | {f"{key}/manifest.json", f"{key}/_SUCCESS"}
+    cutoff = now - retention
+    doomed = [
+        m.key for m in store.list(key)
+        if m.key not in keep and (m.modified is None or m.modified <= cutoff)
+    ]
+    store.delete_many(doomed, missing_ok=True)
+    return doomed
+
+
+def repair_dataset(store: Store, ref: DatasetRef) -> str:
+    """Complete or roll back an interrupted commit; returns what was done, in one line."""
+    if ref.kind == "snapshot":
+        from parquetry.snapshot import ParquetDatasetStore
+
+        if ParquetDatasetStore(store).repair(ref.name):
+            return f"{ref.name}: completed an interrupted overwrite"
+        return f"{ref.name}: nothing to repair (staged leftovers removed)"
+    return _repair_kartothek(store, ref.name)
+
+
+def _repair_kartothek(store: Store, uuid: str) -> str:
+    from parquetry.dataset.commit import publish_pointer
+    from parquetry.dataset.metadata import encode_document
+    from parquetry.dataset.versions import (
+        latest_version_number,
+        load_latest,
+        load_version,
+        read_pointer,
+    )
+
+    try:
+        pointer, fmt, _ = read_pointer(store, uuid)
+    except DatasetNotFound:
+        # The first commit created its version document but never wrote the pointer.
+        number = latest_version_number(store, uuid)
+        doc = load_version(store, uuid, number)
+        publish_pointer(store, uuid, doc, encode_document(doc, "json"), number, "json")
+        return f"{uuid}: wrote the missing metadata file for version {number}"
+    if pointer.version is None:
+        return f"{uuid}: nothing to repair (last written by another tool)"
+    state = load_latest(store, uuid)
+    if state.number == pointer.version.number:
+        return f"{uuid}: nothing to repair (version {state.number} is current)"
+    publish_pointer(store, uuid, state.doc, encode_document(state.doc, "json"), state.number,
+                    fmt)
+    return (f"{uuid}: completed an interrupted commit (metadata file moved from version "
+            f"{pointer.version.number} to {state.number})")

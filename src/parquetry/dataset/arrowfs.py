@@ -1,0 +1,72 @@
+"""A read-only ``pyarrow.fs`` filesystem over a :class:`Store`, for ``pyarrow.dataset``.
+
+Local stores map to pyarrow's native local filesystem (paths under the store root); other
+stores go through a small handler doing ranged gets, so DuckDB/Polars/pyarrow can scan an
+exact snapshot of a dataset on any store.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from parquetry.errors import CapabilityNotSupported, NotFound
+from parquetry.store import LocalStore, Store
+
+__all__ = ["arrow_filesystem"]
+
+
+class _StoreHandler(pafs.FileSystemHandler):  # type: ignore[misc]
+    def __init__(self, store: Store):
+        self.store = store
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _StoreHandler) and other.store == self.store
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def get_type_name(self) -> str:
+        return "parquetry"
+
+    def normalize_path(self, path: str) -> str:
+        return path
+
+    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
+        out = []
+        for path in paths:
+            try:
+                meta = self.store.head(path)
+                out.append(pafs.FileInfo(path, pafs.FileType.File, size=meta.size))
+            except NotFound:
+                out.append(pafs.FileInfo(path, pafs.FileType.NotFound))
+        return out
+
+    def get_file_info_selector(self, selector: Any) -> list[pafs.FileInfo]:
+        return [
+            pafs.FileInfo(m.key, pafs.FileType.File, size=m.size)
+            for m in self.store.list(selector.base_dir)
+        ]
+
+    def open_input_file(self, path: str) -> pa.NativeFile:
+        return pa.PythonFile(self.store.open(path), mode="r")
+
+    def open_input_stream(self, path: str) -> pa.NativeFile:
+        return pa.BufferReader(self.store.get(path))
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise CapabilityNotSupported(
+            "the dataset filesystem is read-only", capability="write", store=self.store.url
+        )
+
+    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = _read_only
+    delete_file = move = copy_file = open_output_stream = open_append_stream = _read_only
+
+
+def arrow_filesystem(store: Store) -> tuple[pafs.FileSystem, str]:
+    """A pyarrow filesystem for ``store`` and the path prefix to put before keys."""
+    if isinstance(store, LocalStore):
+        return pafs.LocalFileSystem(), str(store.root) + "/"
+    return pafs.PyFileSystem(_StoreHandler(store)), ""

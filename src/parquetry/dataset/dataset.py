@@ -1,0 +1,508 @@
+"""The :class:`Dataset` facade: one immutable version of a kartothek-format dataset.
+
+Every write (``append``, ``update``, ``build_index``, :meth:`Dataset.commit_files`) is one
+conflict-safe commit (see :mod:`parquetry.dataset.commit`) returning a new ``Dataset``; the
+old object keeps reading its own version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from parquetry.dataset.arrowfs import arrow_filesystem
+from parquetry.dataset.commit import MAX_RETRIES, commit, now_iso, publish_pointer
+from parquetry.dataset.gc import GCReport, garbage_collect
+from parquetry.dataset.indices import IndexData, load_index
+from parquetry.dataset.metadata import DatasetDocument, VersionInfo, encode_document
+from parquetry.dataset.naming import (
+    DEFAULT_TABLE,
+    METADATA_FORMATS,
+    common_metadata_key,
+    metadata_key,
+    validate_uuid,
+    version_key,
+)
+from parquetry.dataset.ops import apply_change, labels_in_scope, partition_values_of
+from parquetry.dataset.plan import PlannedFile, ScanPlan, make_plan
+from parquetry.dataset.predicates import to_expression, validate_predicates
+from parquetry.dataset.read import read_planned_file
+from parquetry.dataset.schema import common_metadata_bytes, normalise_type
+from parquetry.dataset.versions import (
+    LoadedState,
+    latest_version_number,
+    list_version_numbers,
+    load_latest,
+    load_version,
+)
+from parquetry.dataset.write import FileDescription, iter_input, storage_schema, write_files
+from parquetry.errors import (
+    AlreadyExists,
+    CommitConflict,
+    DatasetNotFound,
+    InvalidArgument,
+    UnknownColumn,
+)
+from parquetry.parquet import WriteOptions
+from parquetry.store import PutMode, Store
+
+__all__ = ["Dataset"]
+
+DEFAULT_RETENTION = dt.timedelta(days=7)
+
+
+class Dataset:
+    """One version of a kartothek-format dataset (format v4) in a store.
+
+    Create with :meth:`create`, open with :meth:`open`. Reading methods read exactly this
+    version; writing methods commit a new version and return it.
+    """
+
+    def __init__(self, store: Store, state: LoadedState):
+        self.store = store
+        self._doc = state.doc
+        self._number = state.number
+        self._foreign = state.foreign
+        self._pointer_format = state.pointer_format
+        self._open_requests = state.requests
+        self._indices: dict[str, IndexData] = {}
+        self._pv_cache: dict[tuple[str, str], Any] = {}
+        self._values_of = partition_values_of(self._doc, self.schema, self._pv_cache)
+
+    # --- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, store: Store, uuid: str, *, version: int | None = None) -> Dataset:
+        """Open the newest version, or ``version`` (time travel). Raises DatasetNotFound."""
+        validate_uuid(uuid)
+        if version is None:
+            return cls(store, load_latest(store, uuid))
+        doc = load_version(store, uuid, version)
+        state = LoadedState(doc=doc, number=version, foreign=False,
+                            pointer_format=None, requests=1)  # fmt: skip
+        return cls(store, state)
+
+    @staticmethod
+    def exists(store: Store, uuid: str) -> bool:
+        validate_uuid(uuid)
+        return any(store.exists(metadata_key(uuid, fmt)) for fmt in METADATA_FORMATS)
+
+    # --- properties ----------------------------------------------------------------------
+
+    @property
+    def uuid(self) -> str:
+        return self._doc.uuid
+
+    @property
+    def version(self) -> int:
+        """This version's number (0 = creation); for a state kartothek wrote last, the
+        number of the newest parquetry version it builds on."""
+        if self._number < 0:
+            self._number = latest_version_number(self.store, self.uuid)
+        return self._number
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The dataset schema, partition columns included."""
+        assert self._doc.schema is not None
+        return self._doc.schema
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        return self._doc.partition_keys
+
+    @property
+    def secondary_indices(self) -> tuple[str, ...]:
+        return tuple(sorted(self._doc.indices))
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict(self._doc.metadata)
+
+    @property
+    def document(self) -> DatasetDocument:
+        return self._doc
+
+    @property
+    def info(self) -> VersionInfo | None:
+        """What the commit of this version did (None for a state kartothek wrote)."""
+        return self._doc.version
+
+    def __repr__(self) -> str:
+        return (f"Dataset({self.uuid!r}, version={self._number}, "
+                f"partitions={len(self._doc.partitions)}, store={self.store.url!r})")  # fmt: skip
+
+    def versions(self) -> list[VersionInfo]:
+        """The retained history, oldest first (one GET per version)."""
+        out = []
+        for n in list_version_numbers(self.store, self.uuid):
+            try:
+                doc = load_version(self.store, self.uuid, n)
+            except DatasetNotFound:
+                continue
+            if doc.version is not None:
+                out.append(doc.version)
+        return out
+
+    # --- creating ------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        store: Store,
+        uuid: str,
+        data: Any,
+        *,
+        partition_on: Sequence[str] = (),
+        secondary_indices: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        metadata_format: str = "json",
+        write_options: WriteOptions | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> Dataset:
+        """Write ``data`` as a new dataset (version 0). Raises AlreadyExists if it exists.
+
+        Args:
+            store: Where the dataset lives.
+            uuid: Dataset uuid (``A-Z a-z 0-9 + - _``).
+            data: Table, RecordBatch, RecordBatchReader, iterable of batches or any object
+                with ``__arrow_c_stream__`` (pandas, Polars, DuckDB); streamed.
+            partition_on: Partition columns, outermost first.
+            secondary_indices: Columns to keep an inverted index for.
+            metadata: User metadata (JSON values).
+            metadata_format: ``"json"`` or ``"msgpack.zstd"``.
+            write_options: Parquet options for the data files.
+            table: Table name (kartothek's ``"table"``).
+        """
+        validate_uuid(uuid)
+        metadata_key(uuid, metadata_format)
+        if cls.exists(store, uuid):
+            raise AlreadyExists(f"dataset {uuid!r} already exists in {store.url}",
+                                key=metadata_key(uuid))  # fmt: skip
+        in_schema, batches = iter_input(data)
+        schema = storage_schema(in_schema)
+        files = write_files(store, uuid, _Batches(in_schema, batches), partition_on=partition_on,
+                            secondary_indices=secondary_indices, write_options=write_options,
+                            schema=schema, table=table)  # fmt: skip
+        return cls._create_from_files(store, uuid, files, schema=schema, partition_on=partition_on,
+                                      secondary_indices=secondary_indices, metadata=metadata,
+                                      metadata_format=metadata_format, table=table)  # fmt: skip
+
+    @classmethod
+    def _create_from_files(
+        cls,
+        store: Store,
+        uuid: str,
+        files: Sequence[FileDescription],
+        *,
+        schema: pa.Schema,
+        partition_on: Sequence[str],
+        secondary_indices: Sequence[str],
+        metadata: Mapping[str, Any] | None,
+        metadata_format: str,
+        table: str,
+        operation: str = "create",
+    ) -> Dataset:
+        for col in (*partition_on, *secondary_indices):
+            if col not in schema.names:
+                raise UnknownColumn(f"column {col!r} is not in the schema", column=col)
+        _put_common_metadata(store, uuid, table, schema, partition_on)
+        user = dict(metadata or {})
+        creation = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0).isoformat()
+        empty = DatasetDocument(
+            uuid=uuid,
+            partitions={},
+            partition_keys=tuple(partition_on),
+            metadata={"creation_time": creation},
+            schema=schema,
+            metadata_format=metadata_format,
+        )
+        doc = apply_change(store, empty, number=0, parent=None, committed_at=now_iso(),
+                           operation=operation, schema=schema, add=files,
+                           new_indices=secondary_indices, metadata=user)  # fmt: skip
+        data = encode_document(doc, "json")
+        try:
+            store.put(version_key(uuid, 0), data, mode=PutMode.CREATE)
+        except AlreadyExists:
+            raise AlreadyExists(
+                f"dataset {uuid!r} was created concurrently (or a deleted dataset left "
+                f"version files under {uuid}/_versions)",
+                key=version_key(uuid, 0),
+            ) from None
+        publish_pointer(store, uuid, doc, data, 0, metadata_format)
+        return cls(store, LoadedState(doc=doc, number=0, foreign=False,
+                                      pointer_format=metadata_format, requests=0))  # fmt: skip
+
+    @classmethod
+    def commit_files(
+        cls,
+        store: Store,
+        uuid: str,
+        files: Sequence[FileDescription],
+        *,
+        mode: str = "append",
+        schema: pa.Schema | None = None,
+        partition_on: Sequence[str] = (),
+        secondary_indices: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        operation: str = "write",
+        max_retries: int = MAX_RETRIES,
+        metadata_format: str = "json",
+    ) -> Dataset:
+        """Commit files written earlier with :func:`write_files` (one conflict-safe commit).
+
+        ``mode``: ``"create"`` (new dataset), ``"append"`` (creates a missing dataset) or
+        ``"overwrite"`` (replaces every partition; conflicts with concurrent changes).
+        """
+        if mode not in ("create", "append", "overwrite"):
+            raise InvalidArgument(f"mode must be create, append or overwrite, got {mode!r}")
+        validate_uuid(uuid)
+        if mode == "create" or not cls.exists(store, uuid):
+            if schema is None:
+                schema = _schema_from_files(store, files, partition_on)
+            return cls._create_from_files(store, uuid, files, schema=schema,
+                                          partition_on=partition_on,
+                                          secondary_indices=secondary_indices,
+                                          metadata=metadata, metadata_format=metadata_format,
+                                          table=files[0].table if files else DEFAULT_TABLE,
+                                          operation=operation)  # fmt: skip
+        ds = cls.open(store, uuid)
+        if partition_on and tuple(partition_on) != ds.partition_keys:
+            raise InvalidArgument(f"dataset {uuid!r} is partitioned on {ds.partition_keys}, "
+                                  f"not {tuple(partition_on)}")  # fmt: skip
+        everything = mode == "overwrite"
+        return ds._commit(files, remove_all=everything, operation=operation, metadata=metadata,
+                          new_indices=secondary_indices, max_retries=max_retries)  # fmt: skip
+
+    # --- writing -------------------------------------------------------------------------
+
+    def _write(self, data: Any, write_options: WriteOptions | None) -> list[FileDescription]:
+        return write_files(self.store, self.uuid, data, partition_on=self.partition_keys,
+                           secondary_indices=self.secondary_indices, write_options=write_options,
+                           schema=self.schema, table=self._doc.tables[0])  # fmt: skip
+
+    def _commit(
+        self,
+        files: Sequence[FileDescription],
+        *,
+        operation: str,
+        delete_scope: Sequence[Mapping[str, Any]] | None = None,
+        remove_all: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+        new_indices: Sequence[str] = (),
+        index_builder: Any = None,
+        max_retries: int = MAX_RETRIES,
+    ) -> Dataset:
+        schema = self.schema
+        first_removed: list[set[str]] = []
+
+        def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
+            assert base is not None
+            remove: set[str] = set()
+            if delete_scope is not None:
+                remove = labels_in_scope(self.store, base, schema, delete_scope)
+            elif remove_all:
+                remove = set(base.partitions)
+            if first_removed and remove != first_removed[0]:
+                raise CommitConflict(
+                    f"dataset {self.uuid!r}: a concurrent commit changed the partitions this "
+                    f"{operation} removes (expected {sorted(first_removed[0])[:5]}..., now "
+                    f"{sorted(remove)[:5]}...)"
+                )
+            first_removed.append(remove)
+            override = index_builder(base) if index_builder else None
+            return apply_change(self.store, base, number=number, parent=number - 1,
+                                committed_at=now_iso(), operation=operation, schema=schema,
+                                add=files, remove=remove, new_indices=new_indices,
+                                metadata=metadata, index_override=override)  # fmt: skip
+
+        stale = None
+        if self._foreign:
+            # kartothek may have left a pointer of the other format beside the one we read.
+            stale = "msgpack.zstd" if self._pointer_format == "json" else "json"
+        fmt = self._pointer_format or self._doc.metadata_format
+        doc = commit(self.store, self.uuid, self._doc, self._number, make,
+                     max_retries=max_retries, pointer_format=fmt,
+                     stale_format=stale)  # fmt: skip
+        assert doc.version is not None
+        return Dataset(self.store, LoadedState(doc=doc, number=doc.version.number, foreign=False,
+                                               pointer_format=fmt, requests=0))  # fmt: skip
+
+    def append(self, data: Any, *, write_options: WriteOptions | None = None) -> Dataset:
+        """Add ``data`` as new partitions (never conflicts with other appends)."""
+        return self._commit(self._write(data, write_options), operation="append")
+
+    def update(
+        self,
+        data: Any = None,
+        *,
+        delete_scope: Sequence[Mapping[str, Any]] | None = None,
+        write_options: WriteOptions | None = None,
+    ) -> Dataset:
+        """Replace the partitions ``delete_scope`` selects with ``data`` (kartothek semantics).
+
+        ``delete_scope`` is a list of ``{column: value}`` dicts over partition keys and indexed
+        columns; a partition is removed if it matches any dict. Conflicts (CommitConflict) if
+        another commit changed which partitions the scope selects.
+        """
+        files = self._write(data, write_options) if data is not None else []
+        return self._commit(files, operation="update", delete_scope=delete_scope or None)
+
+    def build_index(self, column: str) -> Dataset:
+        """Build (or rebuild) a secondary index on ``column`` over every file."""
+        if column not in self.schema.names:
+            raise UnknownColumn(f"column {column!r} is not in the schema", column=column)
+        if column in self.partition_keys:
+            raise InvalidArgument(f"{column!r} is a partition key; it needs no index")
+        if column == "partition":
+            raise InvalidArgument("a column named 'partition' cannot be indexed (kartothek)")
+        from parquetry.dataset.indexbuild import index_builder
+
+        return self._commit([], operation="build_index", new_indices=[column],
+                            index_builder=index_builder(self.store, self.schema, column))  # fmt: skip
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _index(self, column: str) -> tuple[IndexData, bool]:
+        if column in self._indices:
+            return self._indices[column], False
+        t = normalise_type(self.schema.field(column).type)
+        idx = load_index(self.store, column, self._doc.indices[column], t)
+        self._indices[column] = idx
+        return idx, True
+
+    def plan(self, predicates: Any = None) -> ScanPlan:
+        """The files to read for ``predicates`` (kartothek DNF) and why others are skipped."""
+        dnf = validate_predicates(predicates, self.schema)
+        requests = self._open_requests
+        keys: list[str] = []
+        indices = {}
+        for col in sorted({lit.column for conj in dnf or () for lit in conj}):
+            if col in self._doc.indices:
+                indices[col], fetched = self._index(col)
+                if fetched and isinstance(self._doc.indices[col], str):
+                    requests += 1
+                    keys.append(self._doc.indices[col])
+        return make_plan(self._doc, self.schema, dnf, self._values_of, indices,
+                         version=self._number, requests=requests,
+                         request_keys=tuple(keys))  # fmt: skip
+
+    def read_file(self, planned_file: PlannedFile, columns: Sequence[str] | None = None,
+                  ) -> pa.Table:  # fmt: skip
+        """One planned file with typed partition columns (schema = ``schema`` projected)."""
+        self._check_columns(columns)
+        return read_planned_file(self.store, self.schema, planned_file, columns=columns)
+
+    def _check_columns(self, columns: Sequence[str] | None) -> None:
+        for c in columns or ():
+            if c not in self.schema.names:
+                raise UnknownColumn(f"column {c!r} is not in dataset {self.uuid!r}", column=c)
+
+    def _read_tables(self, columns: Sequence[str] | None, predicates: Any) -> Iterator[pa.Table]:
+        self._check_columns(columns)
+        plan = self.plan(predicates)
+        expr = to_expression(plan.predicates) if plan.predicates else None
+        fcols = sorted({lit.column for conj in plan.predicates or () for lit in conj})
+
+        def read(pf: PlannedFile) -> pa.Table:
+            return read_planned_file(self.store, self.schema, pf, columns=columns,
+                                     row_filter=expr, filter_columns=fcols)  # fmt: skip
+
+        chunk = 64
+        for i in range(0, len(plan.files), chunk):
+            yield from self.store.map_concurrent(read, plan.files[i : i + chunk])
+
+    def read(self, *, columns: Sequence[str] | None = None, predicates: Any = None) -> pa.Table:
+        """Rows of this version matching ``predicates``, projected to ``columns``."""
+        tables = list(self._read_tables(columns, predicates))
+        target = self.schema if columns is None else pa.schema(
+            [self.schema.field(c) for c in columns])  # fmt: skip
+        if not tables:
+            return target.empty_table()
+        return pa.concat_tables(tables)
+
+    def scan(self, *, columns: Sequence[str] | None = None, predicates: Any = None,
+             ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+        """Record batches of :meth:`read`, one file at a time (bounded memory)."""
+        for table in self._read_tables(columns, predicates):
+            yield from table.to_batches()
+
+    def to_pyarrow_dataset(self) -> pads.Dataset:
+        """A ``pyarrow.dataset`` over exactly this version's files (partition columns typed)."""
+        fs, root = arrow_filesystem(self.store)
+        plan = self.plan(None)
+        exprs = []
+        for pf in plan.files:
+            expr = pads.scalar(True)
+            for k, v in pf.partition:
+                expr = expr & (pads.field(k) == pa.scalar(v, type=self.schema.field(k).type))
+            exprs.append(expr)
+        return pads.FileSystemDataset.from_paths(
+            [root + pf.key for pf in plan.files], schema=self.schema,
+            format=pads.ParquetFileFormat(), filesystem=fs, partitions=exprs)  # fmt: skip
+
+    # --- maintenance ---------------------------------------------------------------------
+
+    def garbage_collect(self, *, retention: dt.timedelta | float = DEFAULT_RETENTION,
+                        ) -> GCReport:  # fmt: skip
+        """Delete files no retained version needs (see :mod:`parquetry.dataset.gc`).
+
+        ``retention`` (timedelta or seconds): versions current within this period stay
+        readable; unreferenced files younger than it are kept (commits in flight).
+        """
+        if not isinstance(retention, dt.timedelta):
+            retention = dt.timedelta(seconds=float(retention))
+        if retention < dt.timedelta(0):
+            raise InvalidArgument(f"retention must not be negative, got {retention}")
+        return garbage_collect(self.store, self.uuid, retention=retention)
+
+    def delete(self) -> None:
+        """Delete the dataset: the pointer first (it disappears at once), then every file."""
+        for fmt in METADATA_FORMATS:
+            self.store.delete(metadata_key(self.uuid, fmt), missing_ok=True)
+        keys = [m.key for m in self.store.list(self.uuid)]
+        self.store.delete_many(keys, missing_ok=True)
+
+
+class _Batches:
+    """An already-opened input (schema + batch iterator) that write_files accepts again."""
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]):
+        self.schema, self.batches = schema, batches
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        reader = pa.RecordBatchReader.from_batches(self.schema, self.batches)
+        return reader.__arrow_c_stream__(requested_schema)
+
+
+def _put_common_metadata(
+    store: Store, uuid: str, table: str, schema: pa.Schema, partition_on: Sequence[str]
+) -> None:
+    key = common_metadata_key(uuid, table)
+    data = common_metadata_bytes(schema, partition_on)
+    try:
+        store.put(key, data, mode=PutMode.CREATE)
+    except AlreadyExists:
+        if store.get(key) != data:
+            raise AlreadyExists(
+                f"{key} already exists with another schema (a concurrent create, or leftovers "
+                "of a deleted dataset)",
+                key=key,
+            ) from None
+
+
+def _schema_from_files(
+    store: Store, files: Sequence[FileDescription], partition_on: Sequence[str]
+) -> pa.Schema:
+    import pyarrow.parquet as pq
+
+    if not files:
+        raise InvalidArgument("creating a dataset from no files needs an explicit schema")
+    first = files[0]
+    payload = pq.ParquetFile(store.open(first.key, size=first.size)).schema_arrow
+    fields = [pa.field(k, pa.array([v]).type) for k, v in first.partition]
+    return pa.schema(fields + list(payload.remove_metadata()))

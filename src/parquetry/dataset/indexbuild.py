@@ -1,0 +1,43 @@
+"""Building a secondary index over every file of a dataset (``Dataset.build_index``).
+
+Values are read once per file and cached across commit retries, so a retry after a lost
+race only reads the files other writers added meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parquetry.dataset.indices import IndexData, build_pairs, merge_index
+from parquetry.dataset.metadata import DatasetDocument
+from parquetry.dataset.schema import normalise_type
+from parquetry.store import Store
+
+__all__ = ["index_builder"]
+
+
+def index_builder(
+    store: Store, schema: pa.Schema, column: str
+) -> Callable[[DatasetDocument], dict[str, IndexData]]:
+    t = normalise_type(schema.field(column).type)
+    cache: dict[str, pa.Array] = {}
+
+    def values(label: str, key: str) -> pa.Array:
+        if label not in cache:
+            pf = pq.ParquetFile(store.open(key))
+            col = pf.read(columns=[column]).column(column).combine_chunks()
+            cache[label] = pc.unique(col.drop_null()).cast(t)
+        return cache[label]
+
+    def build(base: DatasetDocument) -> dict[str, IndexData]:
+        table = base.tables[0]
+        todo = [(label, files[table]) for label, files in base.partitions.items()]
+        store.map_concurrent(lambda item: values(*item), todo)
+        pairs = build_pairs(((label, cache[label]) for label, _ in todo), t)
+        return {column: merge_index(column, None, pairs, set(), t)}
+
+    return build

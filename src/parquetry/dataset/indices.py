@@ -1,0 +1,151 @@
+"""Secondary (inverted) indices: value -> partition labels, one Parquet file per version.
+
+File schema (kartothek): ``<column>: <normalised type>``, ``partition: list<string>``; one
+row per distinct non-null value. Index files are written under a new, unique key every time
+(create-if-absent), never overwritten.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parquetry.dataset.naming import index_key, parse_partition_value
+from parquetry.dataset.predicates import Literal, eval_array
+from parquetry.dataset.schema import normalise_type
+from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound
+from parquetry.store import PutMode, Store
+
+__all__ = ["IndexData", "build_pairs", "load_index", "merge_index", "write_index"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexData:
+    """A loaded index: parallel arrays of distinct values and their label lists."""
+
+    column: str
+    values: pa.Array
+    labels: pa.Array  # list<string>
+
+    def lookup(self, lit: Literal) -> set[str]:
+        """Labels of partitions holding at least one value satisfying ``lit``."""
+        mask = eval_array(lit, self.values)
+        chosen = pc.filter(self.labels, mask)
+        flat = pc.list_flatten(chosen)
+        return set(pc.unique(flat).to_pylist())
+
+    def all_labels(self) -> set[str]:
+        return set(pc.unique(pc.list_flatten(self.labels)).to_pylist())
+
+    def pairs(self) -> pa.Table:
+        """``(value, label)`` rows, one per occurrence."""
+        flat = pc.list_flatten(self.labels)
+        parents = pc.list_parent_indices(self.labels)
+        return pa.table({"value": self.values.take(parents), "label": flat})
+
+
+def _from_table(column: str, table: pa.Table, key: str, t: pa.DataType | None) -> IndexData:
+    if column not in table.column_names or "partition" not in table.column_names:
+        raise MetadataCorrupted(
+            f"{key}: an index file needs columns {column!r} and 'partition', has "
+            f"{table.column_names}",
+            key=key,
+        )
+    values = table.column(column).combine_chunks()
+    labels = table.column("partition").combine_chunks()
+    if not (pa.types.is_list(labels.type) or pa.types.is_large_list(labels.type)):
+        raise MetadataCorrupted(f"{key}: index column 'partition' is {labels.type}", key=key)
+    # "item" (pyarrow <= 12) and "element" list naming both land here as list<string>.
+    labels = labels.cast(pa.list_(pa.string()))
+    if t is not None and values.type != t:
+        try:
+            values = values.cast(t)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    return IndexData(column=column, values=values, labels=labels)
+
+
+def load_index(
+    store: Store, column: str, ref: str | Mapping[str, list[str]], t: pa.DataType
+) -> IndexData:
+    """Load an index referenced by key, or decode a legacy embedded ``{value: [labels]}``."""
+    if isinstance(ref, Mapping):
+        values = [parse_partition_value(v, t) for v in ref]
+        return IndexData(
+            column=column,
+            values=pa.array(values, type=t),
+            labels=pa.array([list(v) for v in ref.values()], type=pa.list_(pa.string())),
+        )
+    try:
+        data = store.get(ref)
+    except NotFound:
+        raise MetadataCorrupted(f"index file {ref!r} of column {column!r} is missing", key=ref)
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise MetadataCorrupted(f"{ref}: not a Parquet index file: {exc}", key=ref) from None
+    return _from_table(column, table, ref, t)
+
+
+def build_pairs(values_by_label: Iterable[tuple[str, pa.Array]], t: pa.DataType) -> pa.Table:
+    """``(value, label)`` rows from per-file distinct values."""
+    values, labels = [], []
+    for label, arr in values_by_label:
+        values.append(arr.cast(t) if arr.type != t else arr)
+        labels.append(pa.array([label] * len(arr), type=pa.string()))
+    if not values:
+        return pa.table({"value": pa.array([], type=t), "label": pa.array([], pa.string())})
+    return pa.table({"value": pa.concat_arrays(values), "label": pa.concat_arrays(labels)})
+
+
+def merge_index(
+    column: str,
+    base: IndexData | None,
+    added: pa.Table,
+    removed_labels: set[str],
+    t: pa.DataType,
+) -> IndexData:
+    """The index after removing ``removed_labels`` and adding ``(value, label)`` rows."""
+    parts = [added.select(["value", "label"])]
+    if base is not None:
+        old = base.pairs()
+        if old.column("value").type != t:
+            old = old.set_column(0, "value", old.column("value").cast(t))
+        parts.append(old)
+    pairs = pa.concat_tables([p.cast(pa.schema([("value", t), ("label", pa.string())]))
+                              for p in parts])  # fmt: skip
+    if removed_labels:
+        keep = pc.invert(pc.is_in(pairs.column("label"), pa.array(list(removed_labels))))
+        pairs = pairs.filter(keep)
+    pairs = pairs.filter(pc.is_valid(pairs.column("value")))
+    grouped = pairs.group_by("value", use_threads=False).aggregate([("label", "distinct")])
+    return IndexData(
+        column=column,
+        values=grouped.column("value").combine_chunks(),
+        labels=grouped.column("label_distinct").combine_chunks().cast(pa.list_(pa.string())),
+    )
+
+
+def write_index(store: Store, uuid: str, index: IndexData) -> str:
+    """Write ``index`` under a new unique key (create-if-absent) and return the key."""
+    t = normalise_type(index.values.type)
+    values = index.values.cast(t) if index.values.type != t else index.values
+    table = pa.table({index.column: values, "partition": index.labels})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="snappy", row_group_size=1 << 20)
+    data = sink.getvalue()
+    created = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    for _ in range(100):
+        key = index_key(uuid, index.column, created)
+        try:
+            store.put(key, data, mode=PutMode.CREATE)
+            return key
+        except AlreadyExists:
+            created += dt.timedelta(microseconds=1)
+    raise MetadataCorrupted(f"could not find a free index file name for {index.column!r}")

@@ -1,0 +1,173 @@
+"""Commits as data: pure-ish functions building the next document from a base.
+
+``apply_change`` is what every write commits: remove some partitions, add written files,
+keep every secondary index consistent (each touched index is rewritten under a new key).
+It only reads the base's index files and writes new ones; the caller's commit loop decides
+whether the result becomes a version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parquetry.dataset.indices import IndexData, build_pairs, load_index, merge_index, write_index
+from parquetry.dataset.metadata import DatasetDocument, FileInfo, VersionInfo
+from parquetry.dataset.predicates import Literal, eval_scalar
+from parquetry.dataset.schema import normalise_type
+from parquetry.dataset.write import FileDescription
+from parquetry.errors import InvalidArgument, PredicateError
+from parquetry.store import Store
+
+__all__ = ["apply_change", "labels_in_scope", "partition_values_of"]
+
+
+def partition_values_of(
+    doc: DatasetDocument, schema: pa.Schema, cache: dict[tuple[str, str], Any]
+) -> Any:
+    """A function label -> typed partition values, caching each distinct raw value."""
+    from parquetry.dataset.naming import parse_label, parse_partition_value
+
+    types = {k: schema.field(k).type for k in doc.partition_keys if k in schema.names}
+
+    def values(label: str) -> tuple[tuple[str, Any], ...]:
+        out = []
+        for k, raw in parse_label(label):
+            if k not in types:
+                continue
+            ck = (k, raw)
+            if ck not in cache:
+                cache[ck] = parse_partition_value(raw, types[k])
+            out.append((k, cache[ck]))
+        return tuple(out)
+
+    return values
+
+
+def _file_index_values(store: Store, fd: FileDescription, column: str) -> pa.Array:
+    if column in fd.index_values:
+        return fd.index_values[column]
+    part = dict(fd.partition)
+    if column in part:
+        return pa.array([part[column]])
+    table = pq.read_table(store.open(fd.key, size=fd.size), columns=[column])
+    return pc.unique(table.column(column).combine_chunks().drop_null())
+
+
+def apply_change(
+    store: Store,
+    base: DatasetDocument,
+    *,
+    number: int,
+    parent: int | None,
+    committed_at: str,
+    operation: str,
+    schema: pa.Schema,
+    add: Sequence[FileDescription] = (),
+    remove: set[str] | frozenset[str] = frozenset(),
+    new_indices: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+    index_override: Mapping[str, IndexData] | None = None,
+) -> DatasetDocument:
+    """The document after removing partitions ``remove`` and adding files ``add``."""
+    table = base.tables[0] if base.partitions else (add[0].table if add else "table")
+    partitions = {lbl: f for lbl, f in base.partitions.items() if lbl not in remove}
+    files = {lbl: fi for lbl, fi in base.files.items() if lbl not in remove}
+    rows_removed = sum(base.files[lbl].rows for lbl in remove if lbl in base.files)
+    for fd in add:
+        if fd.label in partitions:
+            raise InvalidArgument(f"partition label {fd.label!r} is already in the dataset")
+        if fd.table != table:
+            raise InvalidArgument(f"file {fd.key} is for table {fd.table!r}, expected {table!r}")
+        partitions[fd.label] = {fd.table: fd.key}
+        files[fd.label] = FileInfo(rows=fd.rows, size=fd.size, stats=fd.stats)
+    indices: dict[str, Any] = dict(base.indices)
+    for col in sorted(set(base.indices) | set(new_indices)):
+        if index_override and col in index_override:
+            indices[col] = write_index(store, base.uuid, index_override[col])
+            continue
+        if col not in base.indices and base.partitions:
+            raise InvalidArgument(
+                f"column {col!r} has no index yet; build it with build_index({col!r})"
+            )
+        if not add and not remove and col in base.indices:
+            continue
+        t = normalise_type(schema.field(col).type)
+        old = load_index(store, col, base.indices[col], t) if col in base.indices else None
+        pairs = build_pairs(((fd.label, _file_index_values(store, fd, col)) for fd in add), t)
+        indices[col] = write_index(store, base.uuid, merge_index(col, old, pairs, set(remove), t))
+    meta = dict(base.metadata)
+    meta.update(metadata or {})
+    return base.evolve(
+        partitions=partitions,
+        files=files,
+        indices=indices,
+        metadata=meta,
+        explicit_partitions=True,
+        schema=schema,
+        version=VersionInfo(
+            number=number,
+            parent=parent,
+            committed_at=committed_at,
+            operation=operation,
+            rows_added=sum(fd.rows for fd in add),
+            rows_removed=rows_removed,
+            files_added=len(add),
+            files_removed=len(remove),
+        ),
+    )
+
+
+def labels_in_scope(
+    store: Store,
+    doc: DatasetDocument,
+    schema: pa.Schema,
+    delete_scope: Sequence[Mapping[str, Any]],
+) -> set[str]:
+    """Partitions an equality ``delete_scope`` (kartothek's list of dicts) selects.
+
+    A column that is neither a partition key nor indexed cannot select partitions: that is
+    an error here (kartothek 5.3.0 silently selected every partition).
+    """
+    from parquetry.dataset.predicates import validate_predicates
+
+    cache: dict[tuple[str, str], Any] = {}
+    values_of = partition_values_of(doc, schema, cache)
+    loaded: dict[str, IndexData] = {}
+    out: set[str] = set()
+    for scope in delete_scope:
+        if not isinstance(scope, Mapping) or not scope:
+            raise PredicateError(f"each delete_scope entry must be a non-empty dict: {scope!r}")
+        for col in scope:
+            if col not in doc.partition_keys and col not in doc.indices:
+                raise PredicateError(
+                    f"delete_scope column {col!r} is neither a partition key "
+                    f"{list(doc.partition_keys)} nor indexed {sorted(doc.indices)}",
+                    column=col,
+                    op="==",
+                )
+        (conj,) = validate_predicates([[(c, "==", v) for c, v in scope.items()]], schema)
+        candidates = set(doc.partitions)
+        for lit in conj:
+            candidates &= _select(store, doc, lit, values_of, loaded)
+        out |= candidates
+    return out
+
+
+def _select(
+    store: Store,
+    doc: DatasetDocument,
+    lit: Literal,
+    values_of: Any,
+    loaded: dict[str, IndexData],
+) -> set[str]:
+    if lit.column in doc.partition_keys:
+        return {lbl for lbl in doc.partitions if eval_scalar(lit, dict(values_of(lbl))[lit.column])}
+    if lit.column not in loaded:
+        t = normalise_type(lit.type)
+        loaded[lit.column] = load_index(store, lit.column, doc.indices[lit.column], t)
+    return loaded[lit.column].lookup(lit)

@@ -1,0 +1,168 @@
+"""Dataset schemas: kartothek's type normalisation, ``_common_metadata`` and payload casting.
+
+A dataset has one schema (partition columns included). parquetry keeps it, with the user's
+column order and types, in every version document; ``_common_metadata`` carries the
+normalised schema in kartothek's column order with a ``pandas`` entry so kartothek 5.3.0 can
+read *and update* the dataset.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from parquetry.errors import MetadataCorrupted, SchemaMismatch
+
+__all__ = [
+    "INDEX_LEVEL_PREFIX",
+    "cast_to_schema",
+    "common_metadata_bytes",
+    "kartothek_schema",
+    "normalise_type",
+    "read_common_metadata",
+    "schema_from_b64",
+    "schema_to_b64",
+]
+
+INDEX_LEVEL_PREFIX = "__index_level_"
+
+
+def normalise_type(t: pa.DataType) -> pa.DataType:
+    """kartothek's normalisation: widest int/uint/float, dictionaries as values, lists inside."""
+    if pa.types.is_dictionary(t):
+        return normalise_type(t.value_type)
+    if pa.types.is_signed_integer(t):
+        return pa.int64()
+    if pa.types.is_unsigned_integer(t):
+        return pa.uint64()
+    if pa.types.is_floating(t):
+        return pa.float64()
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(normalise_type(t.value_type))
+    return t
+
+
+def _pandas_types(t: pa.DataType) -> tuple[str, str, dict[str, object] | None]:
+    """(pandas_type, numpy_type, metadata) as pyarrow's pandas_compat writes them."""
+    if pa.types.is_boolean(t):
+        return "bool", "bool", None
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        name = {"double": "float64", "float": "float32", "halffloat": "float16"}.get(str(t), str(t))
+        return name, name, None
+    if pa.types.is_string(t):
+        return "unicode", "object", None
+    if pa.types.is_binary(t):
+        return "bytes", "object", None
+    if pa.types.is_timestamp(t):
+        if t.tz is not None:
+            return "datetimetz", "datetime64[ns]", {"timezone": t.tz}
+        return "datetime", "datetime64[ns]", None
+    if pa.types.is_date(t):
+        return "date", "object", None
+    if pa.types.is_decimal(t):
+        return "decimal", "object", {"precision": t.precision, "scale": t.scale}
+    if pa.types.is_list(t):
+        inner, _, _ = _pandas_types(t.value_type)
+        return f"list[{inner}]", "object", None
+    if pa.types.is_null(t):
+        return "empty", "object", None
+    return "object", "object", None
+
+
+def _pandas_metadata(schema: pa.Schema) -> bytes:
+    columns = []
+    for f in schema:
+        pandas_type, numpy_type, meta = _pandas_types(f.type)
+        columns.append(
+            {
+                "field_name": f.name,
+                "metadata": meta,
+                "name": f.name,
+                "numpy_type": numpy_type,
+                "pandas_type": pandas_type,
+            }
+        )
+    doc = {
+        "column_indexes": [
+            {
+                "field_name": None,
+                "metadata": {"encoding": "UTF-8"},
+                "name": None,
+                "numpy_type": "object",
+                "pandas_type": "unicode",
+            }
+        ],
+        "columns": columns,
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+        "index_columns": [{"kind": "range", "name": None, "start": 0, "step": 1, "stop": 0}],
+        # The pandas release kartothek 5.3.0 is pinned with; readers only use it to decide
+        # on pre-0.24 compatibility paths.
+        "pandas_version": "1.3.5",
+    }
+    return json.dumps(doc).encode()
+
+
+def kartothek_schema(schema: pa.Schema, partition_on: Sequence[str]) -> pa.Schema:
+    """Normalised types in kartothek's order (partition keys, then the rest sorted) + pandas."""
+    fields = {f.name: f for f in schema}
+    names = list(partition_on) + sorted(n for n in fields if n not in partition_on)
+    out = pa.schema([pa.field(n, normalise_type(fields[n].type)) for n in names])
+    return out.with_metadata({b"pandas": _pandas_metadata(out)})
+
+
+def common_metadata_bytes(schema: pa.Schema, partition_on: Sequence[str]) -> bytes:
+    sink = io.BytesIO()
+    pq.write_metadata(kartothek_schema(schema, partition_on), sink, coerce_timestamps="us")
+    return sink.getvalue()
+
+
+def read_common_metadata(data: bytes, key: str) -> pa.Schema:
+    """The schema of a ``_common_metadata`` file, without pandas metadata or index columns."""
+    try:
+        schema = pq.read_schema(pa.BufferReader(data))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise MetadataCorrupted(f"{key}: not a Parquet schema file: {exc}", key=key) from None
+    keep = [f for f in schema if not f.name.startswith(INDEX_LEVEL_PREFIX)]
+    return pa.schema(keep)
+
+
+def schema_to_b64(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.remove_metadata().serialize().to_pybytes()).decode("ascii")
+
+
+def schema_from_b64(text: str) -> pa.Schema:
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+    except (ValueError, pa.ArrowInvalid) as exc:
+        raise MetadataCorrupted(f"invalid schema in version document: {exc}") from None
+
+
+def cast_to_schema(table: pa.Table, schema: pa.Schema, *, where: str) -> pa.Table:
+    """Select and cast ``table`` to ``schema`` (missing columns are an error)."""
+    missing = [n for n in schema.names if n not in table.column_names]
+    extra = [n for n in table.column_names if n not in schema.names]
+    if missing or extra:
+        raise SchemaMismatch(
+            f"{where}: columns differ from the dataset schema (missing {missing}, "
+            f"unexpected {extra})"
+        )
+    table = table.select(schema.names)
+    if table.schema.remove_metadata().equals(schema.remove_metadata()):
+        return table
+    for f in schema:
+        have = table.schema.field(f.name).type
+        if have != f.type and normalise_type(have) != normalise_type(f.type):
+            raise SchemaMismatch(f"{where}: column {f.name!r} is {have}, the dataset has {f.type}")
+    try:
+        return table.cast(schema.remove_metadata())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatch(f"{where}: cannot cast to the dataset schema: {exc}") from None

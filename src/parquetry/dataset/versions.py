@@ -1,0 +1,166 @@
+"""Loading dataset states: the pointer, immutable version documents, history.
+
+Opening the latest state costs one GET of the pointer (two for msgpack, after the JSON miss)
+plus one probe GET of the next version document: a commit whose pointer update failed or
+raced is still found (roll forward). A pointer kartothek wrote (no parquetry entry) also
+needs ``_common_metadata`` for the schema, and a listing if its partitions are implicit.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from parquetry.dataset.metadata import DatasetDocument, decode_document
+from parquetry.dataset.naming import (
+    common_metadata_key,
+    label_from_key,
+    metadata_key,
+    version_key,
+    version_number_from_key,
+    versions_prefix,
+)
+from parquetry.dataset.schema import read_common_metadata
+from parquetry.errors import DatasetNotFound, MetadataCorrupted, NotFound
+from parquetry.store import Store
+
+__all__ = [
+    "LoadedState",
+    "TOMBSTONE_KEY",
+    "latest_version_number",
+    "list_version_numbers",
+    "load_latest",
+    "load_version",
+    "read_pointer",
+    "roll_forward",
+]
+
+TOMBSTONE_KEY = "parquetry_expired_version"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedState:
+    """A dataset state and how it was found."""
+
+    doc: DatasetDocument
+    number: int  # version number this state is (or, for a foreign pointer, builds on)
+    foreign: bool  # the pointer was written by another tool (kartothek)
+    pointer_format: str | None
+    requests: int
+
+
+def read_pointer(store: Store, uuid: str) -> tuple[DatasetDocument, str, int]:
+    """The document in the pointer (JSON preferred, like kartothek), its format, GETs used."""
+    requests = 0
+    for fmt in ("json", "msgpack.zstd"):
+        key = metadata_key(uuid, fmt)
+        requests += 1
+        try:
+            data = store.get(key)
+        except NotFound:
+            continue
+        return decode_document(data, fmt, key=key), fmt, requests
+    raise DatasetNotFound(f"no dataset {uuid!r} in {store.url}", key=metadata_key(uuid))
+
+
+def _decode_version(data: bytes, key: str) -> DatasetDocument | None:
+    """A version document, or None for a tombstone left by garbage collection."""
+    if data.startswith(b'{"' + TOMBSTONE_KEY.encode()):
+        return None
+    return decode_document(data, "json", key=key)
+
+
+def load_version(store: Store, uuid: str, number: int) -> DatasetDocument:
+    key = version_key(uuid, number)
+    try:
+        data = store.get(key)
+    except NotFound:
+        raise DatasetNotFound(f"dataset {uuid!r} has no version {number}", key=key) from None
+    doc = _decode_version(data, key)
+    if doc is None:
+        raise DatasetNotFound(
+            f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
+        )
+    return doc
+
+
+def roll_forward(store: Store, uuid: str, number: int) -> tuple[DatasetDocument | None, int, int]:
+    """Newest version after ``number``: (doc or None if none newer, its number, GETs used)."""
+    latest: DatasetDocument | None = None
+    requests = 0
+    while True:
+        key = version_key(uuid, number + 1)
+        requests += 1
+        try:
+            data = store.get(key)
+        except NotFound:
+            return latest, number, requests
+        number += 1
+        doc = _decode_version(data, key)
+        if doc is not None:
+            latest = doc
+
+
+def list_version_numbers(store: Store, uuid: str) -> list[int]:
+    numbers = []
+    for meta in store.list(versions_prefix(uuid)):
+        n = version_number_from_key(meta.key)
+        if n is not None:
+            numbers.append(n)
+    return sorted(numbers)
+
+
+def latest_version_number(store: Store, uuid: str) -> int:
+    numbers = list_version_numbers(store, uuid)
+    return numbers[-1] if numbers else 0
+
+
+def _complete_foreign(store: Store, doc: DatasetDocument) -> tuple[DatasetDocument, int]:
+    """Fill in the schema (and implicit partitions) of a document another tool wrote."""
+    requests = 0
+    partitions = doc.partitions
+    if not doc.explicit_partitions:
+        requests += 1
+        found: dict[str, dict[str, str]] = {}
+        for meta in store.list(doc.uuid):
+            parts = meta.key.split("/")
+            if len(parts) < 3 or parts[1] in ("indices", "_versions"):
+                continue
+            if not meta.key.endswith(".parquet"):
+                continue
+            label = label_from_key(doc.uuid, parts[1], meta.key)
+            found.setdefault(label, {})[parts[1]] = meta.key
+        partitions = found
+    doc = doc.evolve(partitions=partitions)
+    if doc.partition_keys == () and partitions:
+        from parquetry.dataset.metadata import _infer_keys
+
+        doc = doc.evolve(partition_keys=_infer_keys(partitions))
+    key = common_metadata_key(doc.uuid, doc.tables[0])
+    requests += 1
+    try:
+        schema = read_common_metadata(store.get(key), key)
+    except NotFound:
+        raise MetadataCorrupted(f"dataset {doc.uuid!r} has no schema file {key}", key=key) from None
+    return doc.evolve(schema=schema), requests
+
+
+def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
+    """The current state: the pointer, rolled forward past commits it does not show yet."""
+    doc, fmt, requests = read_pointer(store, uuid)
+    if doc.version is None:
+        doc, extra = _complete_foreign(store, doc)
+        return LoadedState(doc=doc, number=-1, foreign=True, pointer_format=fmt,
+                           requests=requests + extra)  # fmt: skip
+    number = doc.version.number
+    if probe:
+        newer, newest, extra = roll_forward(store, uuid, number)
+        requests += extra
+        if newer is not None:
+            doc, number = newer, newest
+    return LoadedState(doc=doc, number=number, foreign=False, pointer_format=fmt,
+                       requests=requests)  # fmt: skip
+
+
+def tombstone_bytes(number: int, expired_at: str) -> bytes:
+    return json.dumps({TOMBSTONE_KEY: {"number": number, "expired_at": expired_at}}).encode()

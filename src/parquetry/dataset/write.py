@@ -1,0 +1,281 @@
+"""Writing data files (no commit): what Spark executors and every write path call.
+
+Files get unique names (``<uuid4hex>`` labels) and are created with create-if-absent, so a
+retried task can never overwrite a file another attempt wrote. Partition columns are removed
+from the files (their values live in the path). Input is streamed: partitioned input is
+buffered up to ``flush_bytes`` and then split, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parquetry.dataset.naming import DEFAULT_TABLE, data_key, make_label, new_base_label
+from parquetry.dataset.schema import cast_to_schema
+from parquetry.dataset.stats import ColumnStats, compute_stats
+from parquetry.errors import InvalidArgument, SchemaMismatch, UnknownColumn
+from parquetry.parquet import WriteOptions
+from parquetry.store import PutMode, Store
+
+__all__ = ["FileDescription", "iter_input", "storage_schema", "write_files"]
+
+FLUSH_BYTES = 128 << 20
+MAX_ROWS_PER_FILE = 4_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileDescription:
+    """One written, not yet committed data file (picklable; JSON round trip)."""
+
+    table: str
+    key: str
+    label: str
+    partition: tuple[tuple[str, Any], ...]
+    rows: int
+    size: int
+    stats: dict[str, ColumnStats] = field(default_factory=dict)
+    index_values: dict[str, pa.Array] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        from parquetry.dataset.predicates import json_value
+
+        ivals = {}
+        for col, arr in self.index_values.items():
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, pa.schema([(col, arr.type)])) as w:
+                w.write_batch(pa.record_batch([arr], names=[col]))
+            ivals[col] = base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
+        return {
+            "table": self.table,
+            "key": self.key,
+            "label": self.label,
+            "partition": [[k, json_value(v)] for k, v in self.partition],
+            "rows": self.rows,
+            "size": self.size,
+            "stats": self.stats,
+            "index_values": ivals,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> FileDescription:
+        from parquetry.dataset.predicates import value_from_json
+
+        ivals = {}
+        for col, text in doc.get("index_values", {}).items():
+            reader = pa.ipc.open_stream(pa.py_buffer(base64.b64decode(text)))
+            ivals[col] = reader.read_all().column(0).combine_chunks()
+        partition = tuple((k, value_from_json(v)) for k, v in doc["partition"])
+        return cls(
+            table=doc["table"],
+            key=doc["key"],
+            label=doc["label"],
+            partition=partition,
+            rows=int(doc["rows"]),
+            size=int(doc["size"]),
+            stats=doc.get("stats", {}),
+            index_values=ivals,
+        )
+
+
+def _storage_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return pa.timestamp("us", tz=t.tz)
+    if pa.types.is_dictionary(t):
+        return _storage_type(t.value_type)
+    return t
+
+
+def storage_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema a dataset stores: plain strings/binaries, µs timestamps, no metadata."""
+    return pa.schema([pa.field(f.name, _storage_type(f.type), f.nullable) for f in schema])
+
+
+def iter_input(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """Schema + batches of any supported input (Table, batch, reader, iterable, C stream)."""
+    if isinstance(data, pa.Table):
+        return data.schema, iter(data.to_batches())
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, iter([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, iter(data)
+    if hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
+        return reader.schema, iter(reader)
+    if isinstance(data, Iterable) and not isinstance(data, str | bytes | dict):
+        it = iter(data)
+        for first in it:
+            if isinstance(first, pa.Table):
+                batches = first.to_batches()
+
+                def chain() -> Iterator[pa.RecordBatch]:
+                    yield from batches
+                    for item in it:
+                        yield from (item.to_batches() if isinstance(item, pa.Table) else [item])
+
+                return first.schema, chain()
+            if isinstance(first, pa.RecordBatch):
+
+                def chain2() -> Iterator[pa.RecordBatch]:
+                    yield first
+                    for item in it:
+                        yield from (item.to_batches() if isinstance(item, pa.Table) else [item])
+
+                return first.schema, chain2()
+            raise InvalidArgument(f"cannot write items of type {type(first).__name__}")
+        raise InvalidArgument("cannot infer a schema from an empty iterable of batches")
+    raise InvalidArgument(
+        f"cannot write data of type {type(data).__name__}: pass a pyarrow Table, RecordBatch, "
+        "RecordBatchReader, an iterable of batches or an object with __arrow_c_stream__"
+    )
+
+
+def _check_columns(schema: pa.Schema, partition_on: Sequence[str], indices: Sequence[str]) -> None:
+    for col in (*partition_on, *indices):
+        if col not in schema.names:
+            raise UnknownColumn(f"column {col!r} is not in the data ({schema.names})", column=col)
+    both = set(partition_on) & set(indices)
+    if both:
+        raise InvalidArgument(f"columns {sorted(both)} cannot be partition keys and indexed")
+    if "partition" in indices:
+        raise InvalidArgument("a column named 'partition' cannot be indexed (kartothek format)")
+
+
+class _FileWriter:
+    """Encodes one table into one data file and describes it."""
+
+    def __init__(
+        self, store: Store, uuid: str, table: str, indices: Sequence[str], opts: WriteOptions
+    ):
+        self.store, self.uuid, self.table, self.indices, self.opts = (
+            store, uuid, table, indices, opts)  # fmt: skip
+
+    def write(self, data: pa.Table, partition: tuple[tuple[str, Any], ...]) -> FileDescription:
+        label = make_label(partition, new_base_label())
+        key = data_key(self.uuid, self.table, label)
+        sink = io.BytesIO()
+        pq.write_table(data, sink, **self.opts.writer_kwargs(data.schema), **_rg(self.opts))
+        payload = sink.getvalue()
+        self.store.put(key, payload, mode=PutMode.CREATE)
+        ivals = {c: pc.unique(data.column(c).combine_chunks().drop_null()).sort()
+                 for c in self.indices}  # fmt: skip
+        return FileDescription(
+            table=self.table,
+            key=key,
+            label=label,
+            partition=partition,
+            rows=data.num_rows,
+            size=len(payload),
+            stats=compute_stats(data),
+            index_values=ivals,
+        )
+
+
+def _rg(opts: WriteOptions) -> dict[str, Any]:
+    return {"row_group_size": opts.row_group_size} if opts.row_group_size else {}
+
+
+def _split(table: pa.Table, keys: Sequence[str]) -> list[tuple[tuple[tuple[str, Any], ...], pa.Table]]:
+    """Split ``table`` into runs of equal partition values (partition columns dropped)."""
+    for k in keys:
+        if table.column(k).null_count:
+            raise SchemaMismatch(f"partition column {k!r} contains nulls")
+    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
+    table = table.take(order)
+    n = table.num_rows
+    if n == 0:
+        return []
+    change = None
+    for k in keys:
+        col = table.column(k).combine_chunks()
+        diff = pc.not_equal(col.slice(1), col.slice(0, n - 1))
+        change = diff if change is None else pc.or_(change, diff)
+    starts = [0]
+    if change is not None:
+        starts += [i + 1 for i in pc.indices_nonzero(change).to_pylist()]
+    bounds = [*starts, n]
+    payload = table.drop_columns(list(keys))
+    key_cols = [table.column(k) for k in keys]
+    out = []
+    for s, e in zip(bounds[:-1], bounds[1:], strict=True):
+        partition = tuple((k, c[s].as_py()) for k, c in zip(keys, key_cols, strict=True))
+        out.append((partition, payload.slice(s, e - s)))
+    return out
+
+
+def write_files(
+    store: Store,
+    uuid: str,
+    data: Any,
+    *,
+    partition_on: Sequence[str] = (),
+    secondary_indices: Sequence[str] = (),
+    write_options: WriteOptions | None = None,
+    schema: pa.Schema | None = None,
+    table: str = DEFAULT_TABLE,
+    flush_bytes: int = FLUSH_BYTES,
+    max_workers: int = 4,
+) -> list[FileDescription]:
+    """Write data files for a later commit; commits nothing.
+
+    Args:
+        store: Where to write.
+        uuid: Dataset uuid (files go under ``<uuid>/<table>/``).
+        data: A Table, RecordBatch, RecordBatchReader, iterable of batches or an object with
+            ``__arrow_c_stream__``; streamed.
+        partition_on: Partition columns (removed from the files).
+        secondary_indices: Columns whose distinct values each file reports for indexing.
+        write_options: Parquet options (default :class:`WriteOptions`).
+        schema: Dataset schema to cast the data to (default: the data's own, cleaned).
+        table: Table name (kartothek's default ``"table"``).
+        flush_bytes: Buffered input size after which partitioned data is split and written.
+        max_workers: Files encoded and uploaded concurrently.
+
+    Returns:
+        One :class:`FileDescription` per written file.
+    """
+    opts = write_options or WriteOptions()
+    in_schema, batches = iter_input(data)
+    target = schema if schema is not None else storage_schema(in_schema)
+    _check_columns(target, partition_on, secondary_indices)
+    writer = _FileWriter(store, uuid, table, secondary_indices, opts)
+    out: list[FileDescription] = []
+    buffered: list[pa.RecordBatch] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal size
+        if not buffered:
+            return
+        tbl = cast_to_schema(pa.Table.from_batches(buffered), target, where=f"writing {uuid}")
+        buffered.clear()
+        size = 0
+        if partition_on:
+            runs = _split(tbl, partition_on)
+        else:
+            runs = [((), tbl.slice(s, MAX_ROWS_PER_FILE))
+                    for s in range(0, tbl.num_rows, MAX_ROWS_PER_FILE)]  # fmt: skip
+        runs = [(p, t) for p, t in runs if t.num_rows]
+        out.extend(store.map_concurrent(lambda r: writer.write(r[1], r[0]), runs,
+                                        max_workers=max_workers))  # fmt: skip
+
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        buffered.append(batch)
+        size += batch.nbytes
+        if size >= flush_bytes:
+            flush()
+    flush()
+    return out

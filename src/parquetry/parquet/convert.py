@@ -1,0 +1,128 @@
+"""Compiled per-field converters: a column of Python values → a checked Arrow array.
+
+The fast path looks at the *set of value types* in a column (one C-level pass) and, when
+every type is one Arrow converts exactly as the codec's rules demand, hands the whole list
+to ``pa.array``. Anything else (floats for an int column, RFC 3339 strings, numpy scalars,
+a wrong type) goes through the per-value rules of :mod:`parquetry.parquet.coerce`, which
+also produce the precise :class:`SchemaViolation` naming record index and field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from parquetry.errors import SchemaViolation
+from parquetry.parquet.coerce import FLOAT32_MAX, Rejected, coercer_for
+from parquetry.parquet.schema import ParquetField
+
+__all__ = ["FieldConverter", "compile_converters"]
+
+_NONE = type(None)
+_ARROW_ERRORS = (pa.ArrowException, OverflowError, UnicodeError, ValueError, TypeError)
+
+# Types ``pa.array`` converts exactly as the rules say, per kind. Everything else is checked
+# value by value. ``bool`` is absent from every numeric set on purpose: it is not a number.
+_FAST_TYPES: dict[str, frozenset[type]] = {
+    "int32": frozenset({int}),
+    "int64": frozenset({int}),
+    "float32": frozenset({float, int}),
+    "float64": frozenset({float, int}),
+    "string": frozenset({str}),
+    "bool": frozenset({bool}),
+    "bytes": frozenset({bytes, bytearray}),
+    "timestamp": frozenset({dt.datetime}),
+    "date": frozenset({dt.date}),
+    "decimal": frozenset({decimal.Decimal, int}),
+}
+
+# Strings the Arrow ISO-8601 cast parses the same way as the RFC 3339 rule (≤ 6 fraction
+# digits, upper-case T and Z); other strings take the per-value path.
+_FAST_RFC3339 = (
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-](0\d|1\d|2[0-3]):[0-5]\d)$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldConverter:
+    """Turns one column of Python values into an Arrow array of the field's type."""
+
+    field: ParquetField
+    arrow_type: pa.DataType
+    fast_types: frozenset[type]
+    coerce: Callable[[Any], Any]
+
+    def convert(self, values: list[Any], base_index: int = 0) -> pa.Array:
+        """Build the array; raise SchemaViolation naming the first bad record."""
+        types = set(map(type, values))
+        types.discard(_NONE)
+        if types <= self.fast_types:
+            array = self._try_fast(values)
+            if array is not None:
+                return array
+        elif types == {str} and self.field.type.kind == "timestamp":
+            array = self._try_fast_timestamp_strings(values)
+            if array is not None:
+                return array
+        return self._convert_slow(values, base_index)
+
+    def _try_fast(self, values: list[Any]) -> pa.Array | None:
+        try:
+            if self.field.type.kind == "float32":
+                wide = pa.array(values, type=pa.float64())
+                too_big = pc.and_(pc.is_finite(wide), pc.greater(pc.abs(wide), FLOAT32_MAX))
+                if pc.any(too_big).as_py():
+                    return None
+                return wide.cast(pa.float32(), safe=False)
+            return pa.array(values, type=self.arrow_type)
+        except _ARROW_ERRORS:
+            return None
+
+    def _try_fast_timestamp_strings(self, values: list[Any]) -> pa.Array | None:
+        strings = pa.array(values, type=pa.string())
+        matched = pc.match_substring_regex(strings, _FAST_RFC3339)
+        if not pc.all(matched).as_py():
+            return None
+        try:
+            return strings.cast(self.arrow_type)
+        except _ARROW_ERRORS:
+            return None
+
+    def _convert_slow(self, values: list[Any], base_index: int) -> pa.Array:
+        coerce = self.coerce
+        out: list[Any] = []
+        append = out.append
+        for position, value in enumerate(values):
+            if value is None:
+                append(None)
+                continue
+            try:
+                append(coerce(value))
+            except Rejected as exc:
+                index = base_index + position
+                name = self.field.name
+                raise SchemaViolation(
+                    f"record {index}: field {name!r} ({self.field.type}): {exc.reason}",
+                    field=name,
+                    index=index,
+                ) from None
+        return pa.array(out, type=self.arrow_type)
+
+
+def compile_converters(fields: Sequence[ParquetField]) -> tuple[FieldConverter, ...]:
+    """One converter per field, built once per codec."""
+    return tuple(
+        FieldConverter(
+            field=f,
+            arrow_type=f.type.arrow_type(),
+            fast_types=_FAST_TYPES[f.type.kind],
+            coerce=coercer_for(f.type),
+        )
+        for f in fields
+    )

@@ -1,0 +1,133 @@
+"""Records ↔ Arrow tables for a compiled schema (used by the codec and the stream writer)."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from parquetry.errors import SchemaViolation
+from parquetry.parquet.convert import FieldConverter, compile_converters
+from parquetry.parquet.pyvalues import column_values, row_builder
+from parquetry.parquet.schema import ParquetSchema
+
+__all__ = ["CompiledSchema", "no_gc"]
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic GC: bulk conversions allocate millions of acyclic objects, and
+    generation-2 sweeps over them would dominate the run time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledSchema:
+    """A validated schema with its converters and row builder, built once."""
+
+    schema: ParquetSchema
+    arrow_schema: pa.Schema
+    converters: tuple[FieldConverter, ...]
+
+    @classmethod
+    def compile(cls, schema: ParquetSchema) -> CompiledSchema:
+        schema.validate()
+        return cls(schema, schema.arrow_schema(), compile_converters(schema.fields))
+
+    # --- encode -----------------------------------------------------------------------------
+
+    def table(self, records: Sequence[Any], base_index: int = 0) -> pa.Table:
+        """Validate and convert records to a table; SchemaViolation names index and field."""
+        if not isinstance(records, list | tuple):
+            raise SchemaViolation(f"records must be a list of mappings, got {type(records).__name__}")
+        _check_mappings(records, base_index)
+        arrays = []
+        for converter in self.converters:
+            name = converter.field.name
+            try:
+                values = list(map(itemgetter(name), records))
+            except KeyError:
+                values = [record.get(name) for record in records]
+            array = converter.convert(values, base_index)
+            if array.null_count and not converter.field.nullable:
+                _raise_null(records, array, name, base_index)
+            arrays.append(array)
+        return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
+
+    # --- decode -----------------------------------------------------------------------------
+
+    def conform(self, table: pa.Table, name: str) -> list[pa.ChunkedArray | pa.Array]:
+        """The file's columns for this schema, by name, cast to the schema's types."""
+        columns: list[pa.ChunkedArray | pa.Array] = []
+        for fld, target in zip(self.schema.fields, self.arrow_schema, strict=True):
+            if fld.name not in table.column_names:
+                if not fld.nullable:
+                    raise SchemaViolation(
+                        f"{name} has no column {fld.name!r}, required by the schema",
+                        field=fld.name,
+                        key=name,
+                    )
+                columns.append(pa.nulls(table.num_rows, target.type))
+                continue
+            columns.append(_cast(table.column(fld.name), target.type, fld.name, name))
+        return columns
+
+    def records(self, table: pa.Table, name: str) -> list[dict[str, Any]]:
+        columns = self.conform(table, name)
+        if not self.schema.fields:
+            return [{} for _ in range(table.num_rows)]
+        return row_builder(self.schema.names)([column_values(c) for c in columns])
+
+
+def _check_mappings(records: Sequence[Any], base_index: int) -> None:
+    if set(map(type, records)) <= {dict}:
+        return
+    for position, record in enumerate(records):
+        if not isinstance(record, Mapping):
+            index = base_index + position
+            raise SchemaViolation(
+                f"record {index} is not a mapping (got {type(record).__name__})", index=index
+            )
+
+
+def _raise_null(records: Sequence[Any], array: pa.Array, name: str, base_index: int) -> None:
+    position = pc.index(array.is_null(), True).as_py()
+    index = base_index + position
+    state = "is None" if name in records[position] else "is missing"
+    raise SchemaViolation(
+        f"record {index}: required field {name!r} {state}", field=name, index=index
+    )
+
+
+def _cast(
+    column: pa.ChunkedArray, target: pa.DataType, field: str, name: str
+) -> pa.ChunkedArray:
+    source = column.type
+    if source == target:
+        return column
+    if pa.types.is_dictionary(source):
+        column = column.cast(source.value_type)
+        source = source.value_type
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target) and source.tz is None:
+        # Naive file timestamps (Spark's TIMESTAMP_NTZ, INT96, older writers) are UTC wall time.
+        column = column.cast(pa.timestamp(source.unit, tz="UTC"))
+    try:
+        return column.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise SchemaViolation(
+            f"{name}: column {field!r} of type {source} cannot be read as {target}: {exc}",
+            field=field,
+            key=name,
+        ) from None

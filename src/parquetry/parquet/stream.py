@@ -1,0 +1,195 @@
+"""Streaming Parquet writes: row group after row group, footer at close.
+
+Lode claims Parquet cannot stream because the footer comes last. It can: the footer only
+describes row groups already written, so a writer needs to hold one row group of data at
+a time, never the whole file. :class:`ParquetStreamWriter` buffers at most
+``row_group_size`` rows of Arrow data (plus the records of the current ``write`` call).
+
+To a Store key the file is spooled to a temporary file and uploaded with one atomic put at
+close (object stores have no append); the upload reads the spool through ``mmap``, so the
+process does not hold the file in its heap.
+"""
+
+from __future__ import annotations
+
+import mmap
+import tempfile
+from collections.abc import Sequence
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from parquetry.errors import InvalidArgument, ParquetryError, SchemaViolation
+from parquetry.parquet.options import WriteOptions
+from parquetry.parquet.records import CompiledSchema, no_gc
+from parquetry.parquet.schema import ParquetSchema
+from parquetry.parquet.stats import FileStats, compute_stats
+
+if TYPE_CHECKING:
+    from parquetry.store.base import ObjectMeta, PutMode, Store
+
+__all__ = ["DEFAULT_STREAM_ROW_GROUP", "ParquetStreamWriter"]
+
+#: Rows per row group when the options name none (pyarrow's default).
+DEFAULT_STREAM_ROW_GROUP = 1024 * 1024
+
+
+class ParquetStreamWriter:
+    """Write a Parquet file incrementally to a binary sink or a Store key.
+
+    Args:
+        sink: A writable binary file (or pyarrow stream). Mutually exclusive with ``store``.
+        schema: A :class:`ParquetSchema` (records are validated with the codec's rules) or a
+            ``pa.Schema`` (Arrow batches only).
+        options: Write options; ``row_group_size`` sets the rows per row group.
+        store, key, mode: Write to ``key`` of ``store`` with one put at :meth:`close`.
+
+    Use as a context manager: leaving the block normally closes (footer, upload); leaving
+    it with an exception aborts (nothing is uploaded; a sink is left incomplete).
+    """
+
+    def __init__(
+        self,
+        sink: IO[bytes] | Any | None = None,
+        *,
+        schema: ParquetSchema | pa.Schema,
+        options: WriteOptions | None = None,
+        store: Store | None = None,
+        key: str | None = None,
+        mode: PutMode | None = None,
+    ):
+        if (sink is None) == (store is None) or (store is not None and not key):
+            raise InvalidArgument("give either a sink, or a store and a key")
+        self.options = options or WriteOptions()
+        if isinstance(schema, ParquetSchema):
+            self._compiled: CompiledSchema | None = CompiledSchema.compile(schema)
+            self.arrow_schema = self._compiled.arrow_schema
+        else:
+            self._compiled = None
+            self.arrow_schema = schema
+        self.row_group_size = self.options.row_group_size or DEFAULT_STREAM_ROW_GROUP
+        self._store, self._key, self._mode = store, key, mode
+        self._spool = tempfile.TemporaryFile() if store is not None else None
+        self._sink = self._spool if self._spool is not None else sink
+        self._writer: pq.ParquetWriter | None = None
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._stats: FileStats | None = None
+        self.rows_written = 0
+        self.row_groups_written = 0
+        self.closed = False
+        self.result: ObjectMeta | None = None
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def write(self, data: Sequence[Any] | pa.RecordBatch | pa.Table) -> None:
+        """Append records (mappings; needs a ParquetSchema) or an Arrow batch/table."""
+        if self.closed:
+            raise InvalidArgument("the stream writer is closed")
+        table = self._as_table(data)
+        if table.num_rows == 0:
+            return
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        while self._pending_rows >= self.row_group_size:
+            self._flush(self.row_group_size)
+
+    def _as_table(self, data: Sequence[Any] | pa.RecordBatch | pa.Table) -> pa.Table:
+        base = self.rows_written + self._pending_rows
+        if isinstance(data, pa.RecordBatch | pa.Table):
+            table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+            try:
+                return table.select(self.arrow_schema.names).cast(self.arrow_schema)
+            except (KeyError, pa.ArrowException, ValueError) as exc:
+                raise SchemaViolation(f"batch does not fit the stream's schema: {exc}") from None
+        if self._compiled is None:
+            raise InvalidArgument("records need a ParquetSchema; this stream takes Arrow data")
+        with no_gc():
+            return self._compiled.table(data, base_index=base)
+
+    def _flush(self, rows: int) -> None:
+        pending = pa.concat_tables(self._pending)
+        group, rest = pending.slice(0, rows), pending.slice(rows)
+        if self._writer is None:
+            kwargs = self.options.writer_kwargs(self.arrow_schema, sample=group)
+            self._writer = pq.ParquetWriter(self._sink, self.arrow_schema, **kwargs)
+        self._writer.write_table(group, row_group_size=rows)
+        self.rows_written += group.num_rows
+        self.row_groups_written += 1
+        if self._compiled is not None:
+            part = compute_stats(self._compiled.schema.fields, group)
+            self._stats = part if self._stats is None else self._stats.merge(part)
+        # Keep only the remainder (a copy) so the flushed group's buffers can be freed.
+        self._pending = [rest.combine_chunks()] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+
+    # --- finishing --------------------------------------------------------------------------
+
+    def close(self) -> ObjectMeta | None:
+        """Flush the last row group, write the footer, upload to the store key if any."""
+        if self.closed:
+            return self.result
+        try:
+            if self._pending_rows:
+                self._flush(self._pending_rows)
+            if self._writer is None:  # no rows at all: still a valid, empty file
+                kwargs = self.options.writer_kwargs(self.arrow_schema)
+                self._writer = pq.ParquetWriter(self._sink, self.arrow_schema, **kwargs)
+            self._writer.close()
+            if self._store is not None:
+                self.result = self._upload()
+        finally:
+            self.closed = True
+            self._discard_spool()
+        return self.result
+
+    def _upload(self) -> ObjectMeta:
+        from parquetry.store.base import PutMode
+
+        assert self._spool is not None and self._store is not None and self._key is not None
+        self._spool.flush()
+        with mmap.mmap(self._spool.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            view = memoryview(mapped)
+            try:
+                return self._store.put(self._key, view, mode=self._mode or PutMode.OVERWRITE)
+            finally:
+                view.release()
+
+    def abort(self) -> None:
+        """Stop without a footer; nothing is uploaded."""
+        self.closed = True
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except (ParquetryError, pa.ArrowException, OSError):
+                pass  # the file is abandoned anyway
+        self._discard_spool()
+
+    def _discard_spool(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+    def stats(self) -> FileStats | None:
+        """Statistics of the rows written so far (ParquetSchema streams only)."""
+        if self._stats is None and self._compiled is not None:
+            return FileStats(row_count=0, columns=compute_stats(
+                self._compiled.schema.fields, self._compiled.arrow_schema.empty_table()
+            ).columns)
+        return self._stats
+
+    def __enter__(self) -> ParquetStreamWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

@@ -1,0 +1,395 @@
+"""``ParquetDatasetStore``: snapshot datasets as spec 042 / RFC-0008 define them, built on
+parquetry's Store, but crash-safe, parallel, range-reading and streaming."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from parquetry.errors import (
+    AlreadyExists,
+    CapabilityNotSupported,
+    CommitConflict,
+    DatasetIncomplete,
+    InvalidArgument,
+    NotFound,
+    ParquetryError,
+)
+from parquetry.parquet.options import WriteOptions
+from parquetry.snapshot import layout
+from parquetry.snapshot.inputs import as_arrow_input
+from parquetry.snapshot.manifest import DatasetManifest, StagedPart
+from parquetry.snapshot.reader import parse_manifest, read_snapshot
+from parquetry.snapshot.stage import PartStager
+from parquetry.snapshot.switch import (
+    PartMove,
+    SwitchJournal,
+    clean_staging,
+    read_journal,
+    roll_forward,
+)
+from parquetry.snapshot.validate import (
+    check_columns,
+    check_compression,
+    check_metadata,
+    check_positive,
+    check_run_id,
+)
+from parquetry.store.base import Capability, PutMode, Store
+
+__all__ = ["ParquetDatasetStore"]
+
+_WRITE_CAPS = (Capability.READ, Capability.WRITE, Capability.DELETE, Capability.LIST)
+
+
+class ParquetDatasetStore:
+    """Parquet snapshot datasets (parts + ``manifest.json`` + ``_SUCCESS``) on a Store.
+
+    The layout and manifest are byte-compatible with remote-store 0.33.0. Unlike it, a
+    write stages every part before touching the old dataset and switches with a journal,
+    so a failed overwrite never loses the old data; see :mod:`parquetry.snapshot.switch`.
+
+    Args:
+        store: Where the datasets live.
+        compression: Parquet codec: ``zstd`` (default), ``snappy``, ``gzip``, ``brotli``,
+            ``lz4``, ``lz4_raw`` or ``none``; echoed as given in manifests.
+        row_group_size: Rows per row group (``None``: pyarrow's default, 1Mi rows).
+        max_rows_per_file: Split datasets into parts of at most this many rows
+            (``None``: one part).
+        max_workers: Threads encoding, uploading and reading parts concurrently.
+
+    Raises:
+        InvalidArgument: a bad option (checked here; the constructor does no I/O).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        compression: str = "zstd",
+        row_group_size: int | None = None,
+        max_rows_per_file: int | None = None,
+        max_workers: int = 8,
+    ) -> None:
+        if not isinstance(store, Store):
+            raise InvalidArgument(f"store must be a parquetry Store, got {type(store).__name__}")
+        self._store = store
+        self._compression = check_compression(compression)
+        self._row_group_size = check_positive("row_group_size", row_group_size)
+        self._max_rows_per_file = check_positive("max_rows_per_file", max_rows_per_file)
+        self._max_workers = check_positive("max_workers", max_workers) or 1
+        self._options = WriteOptions(compression=compression.lower(), row_group_size=row_group_size)
+
+    @property
+    def store(self) -> Store:
+        """The underlying store."""
+        return self._store
+
+    @property
+    def compression(self) -> str:
+        """The Parquet codec name, as given."""
+        return self._compression
+
+    @property
+    def row_group_size(self) -> int | None:
+        """Rows per row group, or ``None`` for pyarrow's default."""
+        return self._row_group_size
+
+    @property
+    def max_rows_per_file(self) -> int | None:
+        """Rows per part at most, or ``None`` for one part."""
+        return self._max_rows_per_file
+
+    def __repr__(self) -> str:
+        return (
+            f"ParquetDatasetStore({self._store!r}, compression={self._compression!r}, "
+            f"max_rows_per_file={self._max_rows_per_file!r})"
+        )
+
+    # --- the spec 042 API ------------------------------------------------------------------
+
+    def write_dataset(
+        self,
+        table: object,
+        key: str,
+        *,
+        overwrite: bool = False,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> DatasetManifest:
+        """Write ``table`` as the dataset ``key`` and return its manifest.
+
+        ``table`` may also be a RecordBatch, a RecordBatchReader, an iterable of record
+        batches, a pandas or Polars DataFrame or any ``__arrow_c_stream__`` object; streams
+        are written part by part as they fill (about two parts in memory).
+
+        Raises:
+            CapabilityNotSupported: the store lacks ``atomic_write`` (or ``delete`` when
+                ``overwrite``), or another capability staging needs; before any I/O.
+            InvalidKey, InvalidArgument: bad key, input or argument; before any I/O.
+            AlreadyExists: the dataset exists and ``overwrite`` is false.
+        """
+        self._require_write(key, overwrite=overwrite)
+        layout.check_dataset_key(key)
+        check_run_id(run_id)
+        check_metadata(metadata)
+        source = as_arrow_input(table)
+        self._settle(key)
+        if not overwrite and self.dataset_exists(key):
+            raise AlreadyExists(
+                f"Dataset already exists at {key!r}", key=key, store=self._store.url
+            )
+        write_id = self.new_write_id()
+        stager = PartStager(
+            self._store, key, write_id, self._options, max_workers=self._max_workers
+        )
+        try:
+            staged = stager.stage_input(source, self._max_rows_per_file)
+            journal = self._prepare(key, write_id, staged, overwrite, run_id, metadata)
+        except BaseException:
+            self._abort_quietly(key, write_id)
+            raise
+        return self._switch(key, journal)
+
+    def read_dataset(self, key: str, *, columns: Sequence[str] | None = None) -> pa.Table:
+        """The dataset's rows (only ``columns``, in that order, if given).
+
+        Raises:
+            DatasetIncomplete: ``_SUCCESS`` or a listed part is missing (checked before any
+                part is read), or a switch is in progress.
+            ManifestCorrupted: the manifest is unreadable or disagrees with the parts.
+            UnknownColumn: a requested column is not in the dataset.
+        """
+        layout.check_dataset_key(key)
+        cols = check_columns(columns)
+        self._store.require(Capability.READ)
+        return read_snapshot(self._store, key, cols, max_workers=self._max_workers)
+
+    def read_manifest(self, key: str) -> DatasetManifest:
+        """Parse ``{key}/manifest.json``.
+
+        Raises:
+            NotFound: no manifest. ManifestCorrupted: it cannot be parsed.
+        """
+        layout.check_dataset_key(key)
+        try:
+            raw = self._store.get(layout.manifest_key(key))
+        except NotFound:
+            raise NotFound(
+                f"no manifest for dataset {key!r} in {self._store.url}",
+                key=key,
+                store=self._store.url,
+            ) from None
+        return parse_manifest(raw, key)
+
+    def dataset_exists(self, key: str) -> bool:
+        """Whether ``{key}/_SUCCESS`` exists."""
+        layout.check_dataset_key(key)
+        return self._store.exists(layout.success_key(key))
+
+    def delete_dataset(self, key: str) -> None:
+        """Delete everything under ``{key}/`` (``_SUCCESS`` first, so readers stop at once).
+
+        Raises:
+            NotFound: nothing is stored under ``key``.
+        """
+        layout.check_dataset_key(key)
+        self._store.require(Capability.DELETE, Capability.LIST)
+        keys = [meta.key for meta in self._store.list(key)]
+        if not keys:
+            raise NotFound(
+                f"no dataset at {key!r} in {self._store.url}", key=key, store=self._store.url
+            )
+        first = [k for k in (layout.success_key(key), layout.journal_key(key)) if k in keys]
+        for k in first:
+            self._store.delete(k, missing_ok=True)
+        self._store.delete_many([k for k in keys if k not in first], missing_ok=True)
+
+    def repair(self, key: str) -> bool:
+        """Complete an interrupted switch of ``key`` and drop staged leftovers.
+
+        Any write still staging parts for ``key`` loses them (its commit then fails).
+
+        Returns:
+            True if an interrupted switch was found and completed.
+        """
+        layout.check_dataset_key(key)
+        self._store.require(Capability.ATOMIC_WRITE, *_WRITE_CAPS)
+        completed = self._settle(key)
+        if not completed:
+            clean_staging(self._store, key)
+        return completed
+
+    # --- the executor contract -------------------------------------------------------------
+
+    def new_write_id(self) -> str:
+        """A unique id for a write whose parts are staged separately (e.g. by executors)."""
+        return f"{time.time_ns():x}-{uuid.uuid4().hex[:16]}"
+
+    def write_part(self, key: str, write_id: str, name: str, table: object) -> StagedPart:
+        """Stage one part of write ``write_id``; the dataset is not touched."""
+        self._require_write(key, overwrite=False)
+        layout.check_dataset_key(key)
+        layout.check_name("write_id", write_id)
+        layout.check_name("part name", name)
+        source = as_arrow_input(table)
+        stager = PartStager(self._store, key, write_id, self._options, max_workers=1)
+        if source.table is not None:
+            return stager.stage_table(name, source.table)
+        assert source.batches is not None
+        return stager.stage_batches(name, source.schema, source.batches)
+
+    def commit_write(
+        self,
+        key: str,
+        write_id: str,
+        staged_parts: Sequence[StagedPart],
+        *,
+        overwrite: bool = False,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> DatasetManifest:
+        """Commit staged parts as the dataset ``key`` (in the order given), crash-safely.
+
+        Committing the same ``write_id`` again after a lost acknowledgement returns the
+        same manifest. On an error before the switch starts the staged parts stay; call
+        :meth:`abort_write`.
+        """
+        self._require_write(key, overwrite=overwrite)
+        layout.check_dataset_key(key)
+        layout.check_name("write_id", write_id)
+        check_run_id(run_id)
+        check_metadata(metadata)
+        parts = list(staged_parts)
+        if not parts or not all(isinstance(p, StagedPart) for p in parts):
+            raise InvalidArgument("commit_write needs a non-empty list of StagedPart", key=key)
+        pending = read_journal(self._store, key)
+        if pending is not None and pending.write_id == write_id:
+            roll_forward(self._store, key, pending, max_workers=self._max_workers)
+            return pending.manifest
+        journal = self._prepare(key, write_id, parts, overwrite, run_id, metadata)
+        return self._switch(key, journal)
+
+    def abort_write(self, key: str, write_id: str) -> None:
+        """Delete the staged parts of write ``write_id``.
+
+        A write whose switch already started cannot be undone; it is completed instead.
+        """
+        layout.check_dataset_key(key)
+        layout.check_name("write_id", write_id)
+        self._store.require(Capability.DELETE, Capability.LIST)
+        pending = read_journal(self._store, key)
+        if pending is not None and pending.write_id == write_id:
+            roll_forward(self._store, key, pending, max_workers=self._max_workers)
+            return
+        clean_staging(self._store, key, write_id)
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _require_write(self, key: object, *, overwrite: bool) -> None:
+        # Capability checks come before anything else, as spec 042 requires.
+        for cap in (
+            (Capability.ATOMIC_WRITE, Capability.DELETE)
+            if overwrite
+            else (Capability.ATOMIC_WRITE,)
+        ):
+            if not self._store.supports(cap):
+                raise CapabilityNotSupported(
+                    f"write_dataset requires {cap.name} capability ({cap.value}) for key {key!r}",
+                    capability=cap.value,
+                    store=self._store.url,
+                )
+        if not isinstance(overwrite, bool):
+            raise InvalidArgument(f"overwrite must be a bool, got {type(overwrite).__name__}")
+        for cap in _WRITE_CAPS:
+            if not self._store.supports(cap):
+                raise CapabilityNotSupported(
+                    f"parquetry stages and switches dataset parts, which requires "
+                    f"{cap.name} capability ({cap.value}) for key {key!r}",
+                    capability=cap.value,
+                    store=self._store.url,
+                )
+
+    def _settle(self, key: str) -> bool:
+        """Roll forward a switch a crashed writer left behind; True if there was one."""
+        pending = read_journal(self._store, key)
+        if pending is None:
+            return False
+        roll_forward(self._store, key, pending, max_workers=self._max_workers)
+        return True
+
+    def _prepare(
+        self,
+        key: str,
+        write_id: str,
+        parts: list[StagedPart],
+        overwrite: bool,
+        run_id: str | None,
+        metadata: dict[str, str] | None,
+    ) -> SwitchJournal:
+        """Everything before the decision: settle older switches, check, build the journal."""
+        self._settle(key)
+        if not overwrite and self.dataset_exists(key):
+            raise AlreadyExists(
+                f"Dataset already exists at {key!r}", key=key, store=self._store.url
+            )
+        hashes = {p.schema_hash for p in parts}
+        if len(hashes) != 1:
+            raise InvalidArgument(f"staged parts of {key!r} have different schemas", key=key)
+        self._check_staged(key, write_id, parts)
+        names = layout.part_names(len(parts))
+        manifest = DatasetManifest(
+            dataset_key=key,
+            parts=names,
+            row_count=sum(p.rows for p in parts),
+            schema_hash=parts[0].schema_hash,
+            compression=self._compression,
+            created_at_utc=datetime.now(UTC).isoformat(),
+            run_id=run_id,
+            metadata=dict(metadata) if metadata is not None else None,
+        )
+        moves = tuple(
+            PartMove(staged=p.name, final=n, size=p.size) for p, n in zip(parts, names, strict=True)
+        )
+        return SwitchJournal(write_id=write_id, manifest_json=manifest.to_json(), moves=moves)
+
+    def _check_staged(self, key: str, write_id: str, parts: list[StagedPart]) -> None:
+        def size(part: StagedPart) -> int | None:
+            try:
+                return self._store.head(layout.staged_key(key, write_id, part.name)).size
+            except NotFound:
+                return None
+
+        sizes = self._store.map_concurrent(size, parts, max_workers=self._max_workers)
+        bad = [p.name for p, s in zip(parts, sizes, strict=True) if s != p.size]
+        if bad:
+            raise DatasetIncomplete(
+                f"staged parts {bad} of write {write_id!r} to {key!r} are missing or differ "
+                f"from their receipts",
+                key=key,
+            )
+
+    def _switch(self, key: str, journal: SwitchJournal) -> DatasetManifest:
+        mode = (
+            PutMode.CREATE
+            if self._store.supports(Capability.CONDITIONAL_CREATE)
+            else PutMode.OVERWRITE
+        )
+        try:
+            self._store.put(layout.journal_key(key), journal.to_json().encode("utf-8"), mode=mode)
+        except AlreadyExists:
+            raise CommitConflict(
+                f"another write to dataset {key!r} is switching right now", key=key
+            ) from None
+        roll_forward(self._store, key, journal, max_workers=self._max_workers)
+        return journal.manifest
+
+    def _abort_quietly(self, key: str, write_id: str) -> None:
+        # Leftovers are removed by the next commit or repair() anyway.
+        with contextlib.suppress(ParquetryError):
+            clean_staging(self._store, key, write_id)

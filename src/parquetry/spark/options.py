@@ -1,0 +1,142 @@
+"""The ``parquetry`` data source's options, parsed once (Spark lower-cases option keys)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from parquetry.errors import InvalidArgument
+from parquetry.store import Store, open_store
+
+__all__ = ["STORE_OPTION_KEYS", "SourceOptions"]
+
+# Options handed to open_store as they are; any other "store.<name>" option also reaches it.
+STORE_OPTION_KEYS = (
+    "endpoint",
+    "region",
+    "access_key_id",
+    "secret_access_key",
+    "session_token",
+    "fsync",
+)
+_LAYOUTS = ("dataset", "snapshot")
+_PUSHDOWN = ("auto", "true", "false")
+
+
+def _names(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
+def _int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
+    raw = options.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidArgument(f"option {name!r} must be an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceOptions:
+    """Everything a read or write of the ``parquetry`` format is told through options."""
+
+    store_url: str
+    store_options: dict[str, Any] = field(default_factory=dict)
+    layout: Literal["dataset", "snapshot"] = "dataset"
+    dataset: str | None = None
+    key: str | None = None
+    partition_on: tuple[str, ...] = ()
+    secondary_indices: tuple[str, ...] = ()
+    version: int | None = None
+    run_id: str | None = None
+    pushdown: Literal["auto", "true", "false"] = "auto"
+    task_bytes: int = 128 * 1024 * 1024
+    max_tasks: int | None = None
+    rows_per_file: int = 4_000_000
+    compression: str = "zstd"
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        """Validate Spark's options.
+
+        Raises:
+            InvalidArgument: a required option is missing or a value is malformed (the message
+                names the option).
+        """
+        opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+        store_url = opts.get("store") or opts.get("path")
+        if not store_url:
+            raise InvalidArgument("option 'store' (a store URL such as file:///lake) is required")
+        layout = opts.get("layout", "dataset").lower()
+        if layout not in _LAYOUTS:
+            raise InvalidArgument(f"option 'layout' must be one of {_LAYOUTS}, got {layout!r}")
+        pushdown = opts.get("pushdown", "auto").lower()
+        if pushdown not in _PUSHDOWN:
+            raise InvalidArgument(f"option 'pushdown' must be one of {_PUSHDOWN}, got {pushdown!r}")
+        store_options: dict[str, Any] = {k: opts[k] for k in STORE_OPTION_KEYS if k in opts}
+        if "fsync" in store_options:
+            store_options["fsync"] = store_options["fsync"].lower() in ("1", "true", "yes")
+        store_options.update({k[6:]: v for k, v in opts.items() if k.startswith("store.")})
+        dataset = opts.get("dataset") or opts.get("uuid")
+        key = opts.get("key")
+        if layout == "dataset" and not dataset:
+            raise InvalidArgument("option 'dataset' (the dataset UUID) is required")
+        if layout == "snapshot" and not key:
+            raise InvalidArgument("option 'key' (the snapshot key) is required for layout=snapshot")
+        task_bytes = _int(opts, "task_bytes", 128 * 1024 * 1024)
+        rows_per_file = _int(opts, "rows_per_file", 4_000_000)
+        return cls(
+            store_url=store_url,
+            store_options=store_options,
+            layout="snapshot" if layout == "snapshot" else "dataset",
+            dataset=dataset,
+            key=key,
+            partition_on=_names(opts.get("partition_on")),
+            secondary_indices=_names(opts.get("secondary_indices")),
+            version=_int(opts, "version", None),
+            run_id=opts.get("run_id") or None,
+            pushdown="true" if pushdown == "true" else "false" if pushdown == "false" else "auto",
+            task_bytes=task_bytes or 128 * 1024 * 1024,
+            max_tasks=_int(opts, "max_tasks", None),
+            rows_per_file=rows_per_file or 4_000_000,
+            compression=opts.get("compression", "zstd"),
+        )
+
+    def open_store(self) -> Store:
+        """The store these options name (opened anew in each Spark worker)."""
+        return open_store(self.store_url, **self.store_options)
+
+    def to_spark(self) -> dict[str, str]:
+        """Options that :meth:`parse` turns back into an equal value."""
+        out: dict[str, str] = {"store": self.store_url, "layout": self.layout}
+        for name in STORE_OPTION_KEYS:
+            if name in self.store_options:
+                out[name] = (
+                    str(self.store_options[name]).lower()
+                    if name == "fsync"
+                    else str(self.store_options[name])
+                )
+        out.update({f"store.{k}": str(v) for k, v in self.store_options.items() if k not in out})
+        optional = {
+            "dataset": self.dataset,
+            "key": self.key,
+            "partition_on": ",".join(self.partition_on),
+            "secondary_indices": ",".join(self.secondary_indices),
+            "version": None if self.version is None else str(self.version),
+            "run_id": self.run_id,
+            "max_tasks": None if self.max_tasks is None else str(self.max_tasks),
+        }
+        out.update({k: v for k, v in optional.items() if v})
+        out.update(
+            {
+                "pushdown": self.pushdown,
+                "task_bytes": str(self.task_bytes),
+                "rows_per_file": str(self.rows_per_file),
+                "compression": self.compression,
+            }
+        )
+        return out

@@ -1,0 +1,203 @@
+"""Writers of the ``parquetry`` data source.
+
+Executors only ever add new, uniquely named files and report them in commit messages; the
+driver-side ``commit()`` makes them visible in one conflict-safe commit. Spark passes
+``commit()`` the messages of the successful attempts only, so a retried task never duplicates
+rows; files of failed attempts are unreferenced orphans that garbage collection removes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from parquetry.parquet import WriteOptions
+from parquetry.spark.options import SourceOptions
+from parquetry.spark.types import normalize_written, spark_to_arrow_schema, utc_schema
+
+__all__ = [
+    "DatasetArrowWriter",
+    "DatasetWriteMessage",
+    "SnapshotArrowWriter",
+    "SnapshotWriteMessage",
+    "chunks_of_rows",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DatasetWriteMessage(WriterCommitMessage):
+    """What one successful task wrote: ``FileDescription.to_json()`` documents."""
+
+    partition_id: int
+    attempt: int
+    files: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotWriteMessage(WriterCommitMessage):
+    """What one successful task staged: ``StagedPart.to_json()`` texts, in row order."""
+
+    partition_id: int
+    attempt: int
+    parts: tuple[str, ...]
+
+
+def _task_identity() -> tuple[int, int]:
+    context = TaskContext.get()
+    if context is None:
+        return 0, 0
+    return context.partitionId(), context.attemptNumber()
+
+
+def chunks_of_rows(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """Tables of about ``rows`` rows from Spark's small batches, for large row groups."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(normalize_written(batch))
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(pending)
+            pending, count = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+class DatasetArrowWriter(DataSourceArrowWriter):
+    """Writes kartothek-format data files per task; ``commit`` adds them in one commit."""
+
+    def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
+        self.options = options
+        self.overwrite = overwrite
+        self.arrow_schema = spark_to_arrow_schema(schema)
+        missing = [
+            c
+            for c in (*options.partition_on, *options.secondary_indices)
+            if c not in self.arrow_schema.names
+        ]
+        if missing:
+            from parquetry.errors import UnknownColumn
+
+            raise UnknownColumn(
+                f"columns {missing} named in partition_on/secondary_indices are not in the "
+                f"DataFrame (columns: {self.arrow_schema.names})",
+                column=missing[0],
+            )
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> DatasetWriteMessage:
+        from parquetry.dataset import write_files
+
+        partition_id, attempt = _task_identity()
+        store = self.options.open_store()
+        assert self.options.dataset is not None
+        # write_files buffers ~128 MB before splitting by partition: large row groups from
+        # Spark's 10k-row batches, bounded memory.
+        files = write_files(
+            store,
+            self.options.dataset,
+            (normalize_written(batch) for batch in iterator),
+            partition_on=self.options.partition_on,
+            secondary_indices=self.options.secondary_indices,
+            write_options=WriteOptions(compression=self.options.compression),
+            schema=utc_schema(self.arrow_schema),
+        )
+        return DatasetWriteMessage(
+            partition_id=partition_id, attempt=attempt, files=tuple(f.to_json() for f in files)
+        )
+
+    def _files(self, messages: list[WriterCommitMessage | None]) -> list[object]:
+        from parquetry.dataset import FileDescription
+
+        ordered = sorted(
+            (m for m in messages if isinstance(m, DatasetWriteMessage)),
+            key=lambda m: m.partition_id,
+        )
+        return [FileDescription.from_json(text) for m in ordered for text in m.files]
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from parquetry.dataset import Dataset
+
+        assert self.options.dataset is not None
+        Dataset.commit_files(
+            self.options.open_store(),
+            self.options.dataset,
+            self._files(messages),
+            mode="overwrite" if self.overwrite else "append",
+            schema=utc_schema(self.arrow_schema),
+            partition_on=self.options.partition_on,
+            secondary_indices=self.options.secondary_indices,
+            operation="spark-write",
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        # Files reported by successful tasks are deleted now; those of failed attempts are
+        # unknown here and wait for garbage collection.
+        store = self.options.open_store()
+        keys = [f.key for f in self._files(messages)]
+        store.delete_many(keys, missing_ok=True)
+
+
+class SnapshotArrowWriter(DataSourceArrowWriter):
+    """Stages snapshot parts per task; ``commit`` switches the snapshot in one step."""
+
+    def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
+        from parquetry.snapshot import ParquetDatasetStore
+
+        self.options = options
+        self.overwrite = overwrite
+        self.arrow_schema = spark_to_arrow_schema(schema)
+        self.write_id = ParquetDatasetStore(options.open_store()).new_write_id()
+
+    def _pds(self) -> object:
+        from parquetry.snapshot import ParquetDatasetStore
+
+        return ParquetDatasetStore(self.options.open_store(), compression=self.options.compression)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SnapshotWriteMessage:
+        partition_id, attempt = _task_identity()
+        pds = self._pds()
+        assert self.options.key is not None
+        token = uuid.uuid4().hex[:8]
+        staged: list[str] = []
+        for seq, table in enumerate(chunks_of_rows(iterator, self.options.rows_per_file)):
+            name = f"part-{partition_id:05d}-{seq:04d}-a{attempt}-{token}.parquet"
+            part = pds.write_part(self.options.key, self.write_id, name, table)  # type: ignore[attr-defined]
+            staged.append(part.to_json())
+        return SnapshotWriteMessage(partition_id=partition_id, attempt=attempt, parts=tuple(staged))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from parquetry.snapshot import StagedPart
+
+        ordered = sorted(
+            (m for m in messages if isinstance(m, SnapshotWriteMessage)),
+            key=lambda m: m.partition_id,
+        )
+        parts = [StagedPart.from_json(text) for m in ordered for text in m.parts]
+        if not parts:  # an empty DataFrame still commits a (one empty part) snapshot
+            parts = [
+                self._pds().write_part(  # type: ignore[attr-defined]
+                    self.options.key,
+                    self.write_id,
+                    "part-empty.parquet",
+                    utc_schema(self.arrow_schema).empty_table(),
+                )
+            ]
+        self._pds().commit_write(  # type: ignore[attr-defined]
+            self.options.key,
+            self.write_id,
+            parts,
+            overwrite=self.overwrite,
+            run_id=self.options.run_id,
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        self._pds().abort_write(self.options.key, self.write_id)  # type: ignore[attr-defined]

@@ -1,0 +1,256 @@
+"""parquetry writes -> kartothek 5.3.0 reads with predicates and updates (append + delete_scope +
+GC) -> parquetry reads kartothek's result and appends -> kartothek reads again."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from kt_support import (
+    Predicates,
+    canonical_records,
+    check_index,
+    frame,
+    label_partition,
+    oracle,
+    rows_of_kartothek,
+    rows_of_table,
+    to_driver_predicates,
+    to_driver_scope,
+)
+from sample_data import (
+    COLUMNS,
+    INDEXED,
+    NAME_QUERY,
+    PARTITION_ON,
+    PRUNABLE,
+    SCHEMA,
+    SLASHED,
+    SPECIAL,
+    queries,
+    sample_table,
+)
+
+from conftest import Kartothek
+from parquetry import Dataset
+from parquetry.store import LocalStore
+
+pytestmark = pytest.mark.kartothek
+
+COUNTRIES = ("DE", "FR", SLASHED, SPECIAL)
+# kartothek's normalised view of SCHEMA: partition keys first, the rest sorted, int32 -> int64
+KARTOTHEK_SCHEMA = [
+    ["country", "string"],
+    ["year", "int64"],
+    ["amount", "double"],
+    ["customer", "int64"],
+    ["day", "date32[day]"],
+    ["flag", "bool"],
+    ["id", "int64"],
+    ["name", "string"],
+    ["small", "int64"],
+    ["ts", "timestamp[ns]"],
+]
+
+
+def reads(uuid: str, special: str) -> list[dict[str, Any]]:
+    return [
+        {"op": "read", "uuid": uuid, "predicates": to_driver_predicates(p)}
+        for p in queries(special)
+    ]
+
+
+def check_reads(
+    results: list[Any],
+    records: list[dict[str, Any]],
+    special: str,
+    partitions: dict[str, Any] | None = None,
+    prunable: tuple[int, ...] = PRUNABLE,
+) -> None:
+    """kartothek's answers equal the oracle's; pruning-only queries plan only matching cells."""
+    for position, (predicates, result) in enumerate(zip(queries(special), results, strict=True)):
+        expected = oracle(records, predicates, COLUMNS, SCHEMA)
+        got = rows_of_kartothek(result, COLUMNS, SCHEMA)
+        assert got == expected, (
+            f"kartothek read {predicates}: {len(got)} rows, want {len(expected)}"
+        )
+        if partitions is not None and position in prunable:
+            ids = {row[0] for row in expected}
+            cells = {(r["country"], str(r["year"])) for r in records if r["id"] in ids}
+            in_cells = [
+                label
+                for label in partitions
+                if tuple(v for _, v in label_partition(label)) in cells
+            ]
+            planned = result["planned_partitions"]
+            assert len(cells) <= planned <= len(in_cells), (
+                f"kartothek planned {planned} partitions for {predicates}; "
+                f"{len(cells)}..{len(in_cells)} hold matches"
+            )
+
+
+def parquetry_rows(ds: Dataset, predicates: Predicates | None = None) -> list[tuple[Any, ...]]:
+    return rows_of_table(ds.read(predicates=predicates), COLUMNS, SCHEMA)
+
+
+@pytest.mark.parametrize("metadata_format", ["json", "msgpack.zstd"])
+def test_kartothek_reads_and_updates_parquetry_dataset(
+    kartothek: Kartothek, tmp_path: Path, metadata_format: str
+) -> None:
+    root = tmp_path / "store"
+    store = LocalStore(root)
+    first = sample_table(64, seed=11, countries=COUNTRIES)
+    Dataset.create(
+        store,
+        "pq",
+        first,
+        partition_on=PARTITION_ON,
+        secondary_indices=INDEXED,
+        metadata={"owner": "parquetry"},
+        metadata_format=metadata_format,
+    )
+    added = sample_table(16, seed=12, countries=("DE", "NL"), years=(2021, 2022), first_id=1000)
+    scope = [{"country": "FR"}, {"country": SLASHED, "year": 2020}]
+    n_queries = len(queries(SLASHED))
+    results = kartothek.run(
+        root,
+        [
+            {"op": "inspect", "uuid": "pq"},
+            *reads("pq", SLASHED),
+            {"op": "read", "uuid": "pq", "predicates": [[["country", "==", SPECIAL]]]},
+            {
+                "op": "update",
+                "uuid": "pq",
+                "frames": [frame(added)],
+                "delete_scope": to_driver_scope(scope),
+                "partition_on": PARTITION_ON,
+                "metadata": {"updated_by": "kartothek"},
+            },
+            {"op": "gc", "uuid": "pq"},
+            {"op": "inspect", "uuid": "pq"},
+            {"op": "read", "uuid": "pq"},
+        ],
+    )
+    inspected = results[0]
+    assert inspected["partition_keys"] == PARTITION_ON
+    assert inspected["schema"] == KARTOTHEK_SCHEMA
+    assert inspected["schema_has_pandas"], "_common_metadata needs a pandas entry for updates"
+    assert inspected["metadata"]["owner"] == "parquetry"
+    records = canonical_records(first)
+    check_index(inspected, records, SCHEMA, INDEXED)
+    check_reads(results[1 : 1 + n_queries], records, SLASHED, inspected["partitions"])
+    special = results[1 + n_queries]
+    assert rows_of_kartothek(special, COLUMNS, SCHEMA) == oracle(
+        records, [[("country", "==", SPECIAL)]], COLUMNS, SCHEMA
+    )
+
+    kept = [
+        r
+        for r in records
+        if r["country"] != "FR" and not (r["country"] == SLASHED and r["year"] == 2020)
+    ]
+    after_update = kept + canonical_records(added)
+    updated = results[-2]
+    assert updated["metadata"]["updated_by"] == "kartothek"
+    check_index(updated, after_update, SCHEMA, INDEXED)
+    assert rows_of_kartothek(results[-1], COLUMNS, SCHEMA) == oracle(
+        after_update, None, COLUMNS, SCHEMA
+    )
+
+    # parquetry sees kartothek's update (and GC) exactly
+    ds = Dataset.open(store, "pq")
+    assert parquetry_rows(ds) == oracle(after_update, None, COLUMNS, SCHEMA)
+    for predicates in queries(SLASHED):
+        assert parquetry_rows(ds, predicates) == oracle(
+            after_update, predicates, COLUMNS, SCHEMA
+        ), predicates
+
+    # parquetry appends on top of kartothek's commit; kartothek reads everything
+    more = sample_table(24, seed=13, countries=(SLASHED, "NL"), years=(2022,), first_id=2000)
+    ds = ds.append(more)
+    final = after_update + canonical_records(more)
+    assert parquetry_rows(Dataset.open(store, "pq")) == oracle(final, None, COLUMNS, SCHEMA)
+    results = kartothek.run(
+        root, [{"op": "inspect", "uuid": "pq"}, {"op": "read", "uuid": "pq"}, *reads("pq", SLASHED)]
+    )
+    check_index(results[0], final, SCHEMA, INDEXED)
+    assert rows_of_kartothek(results[1], COLUMNS, SCHEMA) == oracle(final, None, COLUMNS, SCHEMA)
+    check_reads(results[2:], final, SLASHED, results[0]["partitions"])
+
+
+def test_kartothek_reads_after_parquetry_maintenance(kartothek: Kartothek, tmp_path: Path) -> None:
+    """build_index, update(delete_scope) + append and GC by parquetry; kartothek reads the result,
+    prunes with the late-built index and can still update it."""
+    root = tmp_path / "store"
+    store = LocalStore(root)
+    first = sample_table(48, seed=21, countries=COUNTRIES)
+    ds = Dataset.create(store, "maint", first, partition_on=PARTITION_ON)
+    ds = ds.build_index("customer")
+    replacement = sample_table(8, seed=22, countries=("DE",), years=(2020,), first_id=500)
+    ds = ds.update(replacement, delete_scope=[{"country": "DE", "year": 2020}])
+    appended = sample_table(8, seed=23, countries=(SPECIAL,), first_id=700)
+    ds = ds.append(appended)
+    ds.garbage_collect(retention=dt.timedelta(0))
+    records = [
+        r for r in canonical_records(first) if not (r["country"] == "DE" and r["year"] == 2020)
+    ]
+    records += canonical_records(replacement) + canonical_records(appended)
+    assert parquetry_rows(Dataset.open(store, "maint")) == oracle(records, None, COLUMNS, SCHEMA)
+
+    extra = sample_table(6, seed=24, countries=("NL",), first_id=900)
+    results = kartothek.run(
+        root,
+        [
+            {"op": "inspect", "uuid": "maint"},
+            *reads("maint", SLASHED),
+            {
+                "op": "update",
+                "uuid": "maint",
+                "frames": [frame(extra)],
+                "partition_on": PARTITION_ON,
+            },
+            {"op": "read", "uuid": "maint", "predicates": [[["customer", "==", 3]]]},
+        ],
+    )
+    check_index(results[0], records, SCHEMA, ["customer"])
+    # "name" has no index here: its query is not prunable
+    prunable = tuple(p for p in PRUNABLE if p != NAME_QUERY)
+    check_reads(results[1:-2], records, SLASHED, results[0]["partitions"], prunable)
+    final = records + canonical_records(extra)
+    assert rows_of_kartothek(results[-1], COLUMNS, SCHEMA) == oracle(
+        final, [[("customer", "==", 3)]], COLUMNS, SCHEMA
+    )
+    assert parquetry_rows(Dataset.open(store, "maint")) == oracle(final, None, COLUMNS, SCHEMA)
+
+
+def test_partition_values_kartothek_cannot_write_round_trip(
+    kartothek: Kartothek, tmp_path: Path
+) -> None:
+    """``/``, ``=``, ``%``, spaces and non-ASCII in string partition values: kartothek reads
+    parquetry's escaped labels back to the exact values and filters on them."""
+    values = ["a/b", "x=y", "50%", "/lead", "trail/", "ü ß/€", "%2F", "a//b"]
+    table = pa.table(
+        {
+            "key": pa.array(values, pa.string()),
+            "n": pa.array(range(len(values)), pa.int64()),
+        }
+    )
+    root = tmp_path / "store"
+    Dataset.create(LocalStore(root), "odd", table, partition_on=["key"])
+    results = kartothek.run(
+        root,
+        [
+            {"op": "read", "uuid": "odd"},
+            *[{"op": "read", "uuid": "odd", "predicates": [[["key", "==", v]]]} for v in values],
+        ],
+    )
+    columns = ["key", "n"]
+    assert rows_of_kartothek(results[0], columns, table.schema) == sorted(
+        zip(values, range(len(values)), strict=True)
+    )
+    for n, (value, result) in enumerate(zip(values, results[1:], strict=True)):
+        assert rows_of_kartothek(result, columns, table.schema) == [(value, n)], value
+        assert result["planned_partitions"] == 1, value

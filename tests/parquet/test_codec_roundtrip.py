@@ -1,0 +1,298 @@
+"""Round trips, decoding other writers' files by name, decode errors and file stats."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parquetry.codec import (
+    ColumnStats,
+    FileStats,
+    InvalidFormat,
+    ParquetCodec,
+    ParquetCompression,
+    ParquetField,
+    ParquetSchema,
+    ParquetType,
+    SchemaViolation,
+)
+
+UTC = dt.timezone.utc
+KARTOTHEK = Path("/work/shared/reference-data/kartothek/arrow-compat")
+
+ALL = ParquetSchema(
+    [
+        ParquetField("i32", ParquetType.INT32),
+        ParquetField("i64", ParquetType.INT64),
+        ParquetField("f32", ParquetType.FLOAT32, nullable=True),
+        ParquetField("f64", ParquetType.FLOAT64, nullable=True),
+        ParquetField("s", ParquetType.STRING, nullable=True),
+        ParquetField("b", ParquetType.BOOL, nullable=True),
+        ParquetField("by", ParquetType.BYTES, nullable=True),
+        ParquetField("ts", ParquetType.TIMESTAMP, nullable=True),
+        ParquetField("d", ParquetType.DATE, nullable=True),
+        ParquetField("dec", ParquetType.DECIMAL(18, 4), nullable=True),
+    ]
+)
+
+timestamps = st.datetimes(
+    min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30), timezones=st.just(UTC)
+)
+records = st.fixed_dictionaries(
+    {
+        "i32": st.integers(-(2**31), 2**31 - 1),
+        "i64": st.integers(-(2**63), 2**63 - 1)
+        | st.integers(-(2**53), 2**53).map(float),
+        "f32": st.none() | st.floats(width=32, allow_nan=False),
+        "f64": st.none() | st.floats(allow_nan=False),
+        "s": st.none() | st.text(),
+        "b": st.none() | st.booleans(),
+        "by": st.none() | st.binary(),
+        "ts": st.none() | timestamps | timestamps.map(lambda t: t.isoformat()),
+        "d": st.none() | st.dates(),
+        "dec": st.none()
+        | st.decimals(min_value=-(10**13), max_value=10**13, places=4, allow_nan=False),
+    }
+)
+
+
+def normalise(record: dict[str, Any]) -> dict[str, Any]:
+    out = dict(record)
+    out["i64"] = int(out["i64"])
+    if isinstance(out["ts"], str):
+        out["ts"] = dt.datetime.fromisoformat(out["ts"])
+    if isinstance(out["dec"], decimal.Decimal):
+        out["dec"] = out["dec"].quantize(decimal.Decimal("0.0001"))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(records, max_size=30))
+def test_records_round_trip_to_their_normalised_form(rows: list[dict[str, Any]]) -> None:
+    codec = ParquetCodec(ALL)
+    decoded = codec.decode(codec.encode_bytes(rows))
+    assert decoded == [normalise(r) for r in rows]
+    assert all(r["ts"] is None or r["ts"].tzinfo is UTC for r in decoded)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.none(), max_size=50))
+def test_file_stats_match_a_brute_force_oracle(values: list[int | None]) -> None:
+    codec = ParquetCodec(ParquetSchema([ParquetField("x", ParquetType.INT64, nullable=True)]))
+    codec.encode_bytes([{"x": v} for v in values])
+    stats = codec.file_stats()
+    assert stats is not None
+    present = [v for v in values if v is not None]
+    column = stats.column("x")
+    assert (column.min, column.max) == (min(present, default=None), max(present, default=None))
+    assert column.null_count == len(values) - len(present)
+    assert FileStats.from_json(json.loads(json.dumps(stats.to_json()))) == stats
+
+
+@pytest.mark.parametrize("compression", list(ParquetCompression))
+def test_every_compression_round_trips(compression: ParquetCompression) -> None:
+    codec = ParquetCodec(ALL, compression=compression)
+    rows = [{"i32": i, "i64": i * 10, "s": f"v{i % 3}"} for i in range(100)]
+    data = codec.encode_bytes(rows)
+    codecs = {c.compression for c in _chunks(data)}
+    expected = {"NONE": "UNCOMPRESSED", "LZ4": "LZ4"}.get(compression.name, compression.name)
+    assert codecs == {expected}
+    assert [r["i64"] for r in codec.decode(data)] == [i * 10 for i in range(100)]
+
+
+def _chunks(data: bytes) -> list[Any]:
+    md = pq.ParquetFile(io.BytesIO(data)).metadata
+    return [md.row_group(g).column(c) for g in range(md.num_row_groups) for c in range(md.num_columns)]
+
+
+def test_timestamps_are_written_as_utc_micros() -> None:
+    codec = ParquetCodec(ALL)
+    data = codec.encode_bytes([{"i32": 1, "i64": 1, "ts": "2024-01-01T00:00:00Z"}])
+    column = pq.ParquetFile(io.BytesIO(data)).schema.column(7)
+    assert column.physical_type == "INT64"
+    assert "isAdjustedToUTC=true" in str(column.logical_type)
+    assert "timeUnit=microseconds" in str(column.logical_type)
+
+
+def test_empty_records_make_a_valid_zero_row_file() -> None:
+    codec = ParquetCodec(ParquetSchema([ParquetField("id", ParquetType.INT64)]))
+    data = codec.encode_bytes([])
+    assert data.startswith(b"PAR1") and data.endswith(b"PAR1")
+    assert codec.decode(data) == []
+    stats = codec.file_stats()
+    assert stats == FileStats(
+        row_count=0, columns=(ColumnStats(name="id", type=ParquetType.INT64),)
+    )
+
+
+def test_large_batch_keeps_order() -> None:
+    schema = ParquetSchema(
+        [ParquetField("id", ParquetType.INT64), ParquetField("value", ParquetType.STRING)]
+    )
+    codec = ParquetCodec(schema)
+    rows = [{"id": i, "value": "test value with some content"} for i in range(10_000)]
+    decoded = codec.decode(codec.encode_bytes(rows))
+    assert len(decoded) == 10_000 and decoded[0]["id"] == 0 and decoded[-1]["id"] == 9999
+
+
+# --- decode by name, other writers ----------------------------------------------------------------
+
+
+def test_decode_maps_columns_by_name_not_position() -> None:
+    table = pa.table(
+        {
+            "zzz_extra": ["ignored", "ignored"],
+            "name": ["alice", "bob"],
+            "id": pa.array([7, 8], pa.int32()),  # a narrower int: cast to INT64
+            "ts": pa.array([0, 1_000], pa.timestamp("ns")),  # naive ns: read as UTC
+        }
+    )
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    schema = ParquetSchema(
+        [
+            ParquetField("id", ParquetType.INT64),
+            ParquetField("name", ParquetType.STRING),
+            ParquetField("ts", ParquetType.TIMESTAMP),
+            ParquetField("absent", ParquetType.BOOL, nullable=True),
+        ]
+    )
+    decoded = ParquetCodec(schema).decode(sink.getvalue())
+    assert decoded == [
+        {"id": 7, "name": "alice", "ts": dt.datetime(1970, 1, 1, tzinfo=UTC), "absent": None},
+        {"id": 8, "name": "bob", "ts": dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC), "absent": None},
+    ]
+
+
+def test_decode_rejects_files_lacking_required_columns_or_lossy_casts() -> None:
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"a": [1]}), sink)
+    with pytest.raises(SchemaViolation, match="no column 'b'") as info:
+        ParquetCodec(ParquetSchema([ParquetField("b", ParquetType.INT64)])).decode(sink.getvalue())
+    assert info.value.field == "b"
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"a": [2**40]}), sink)
+    with pytest.raises(SchemaViolation, match="cannot be read as int32"):
+        ParquetCodec(ParquetSchema([ParquetField("a", ParquetType.INT32)])).decode(sink.getvalue())
+
+
+@pytest.mark.parametrize("path", sorted(KARTOTHEK.glob("*.parquet")), ids=lambda p: p.stem)
+def test_decodes_kartothek_reference_files(path: Path) -> None:
+    schema = ParquetSchema(
+        [
+            ParquetField("int64", ParquetType.INT64),
+            ParquetField("int8", ParquetType.INT32),
+            ParquetField("uint32", ParquetType.INT64),
+            ParquetField("float32", ParquetType.FLOAT32),
+            ParquetField("unicode", ParquetType.STRING),
+            ParquetField("bool", ParquetType.BOOL),
+            ParquetField("byte", ParquetType.BYTES),
+            ParquetField("date", ParquetType.DATE),
+            ParquetField("datetime64", ParquetType.TIMESTAMP),
+            ParquetField("null", ParquetType.STRING, nullable=True),
+        ]
+    )
+    with path.open("rb") as file:
+        [row] = ParquetCodec(schema).decode(file)
+    assert row["int64"] == row["int8"] == row["uint32"] == 1
+    assert row["unicode"] == "Ö" and row["bool"] is True and row["null"] is None
+    assert row["date"] == dt.date(2018, 1, 1)
+    assert row["datetime64"] == dt.datetime(2018, 1, 1, tzinfo=UTC)
+    assert isinstance(row["byte"], bytes) and len(row["byte"]) == 16
+
+
+# --- decode errors ---------------------------------------------------------------------------------
+
+
+def _valid_file() -> bytes:
+    codec = ParquetCodec(ParquetSchema([ParquetField("id", ParquetType.INT64)]))
+    return codec.encode_bytes([{"id": i} for i in range(100)])
+
+
+def _corrupt_footer(data: bytes) -> bytes:
+    length = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - length
+    garbage = bytes((b ^ 0x5A) for b in data[start : start + length])
+    return data[:start] + garbage + data[-8:]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: b"",
+        lambda d: b"not parquet data at all",
+        lambda d: b"PAR",
+        lambda d: d[: len(d) // 2],
+        lambda d: d[:-1],
+        lambda d: d[:4] + d[-12:],
+        _corrupt_footer,
+        lambda d: d[:-8] + (10**6).to_bytes(4, "little") + b"PAR1",
+        lambda d: d[:4] + b"\x00" * (len(d) - 12) + d[-8:],  # data zeroed, footer intact
+    ],
+    ids=["empty", "text", "PAR", "half", "minus-1", "no-data", "footer", "length", "zeroed"],
+)
+def test_bad_input_raises_invalid_format(make: Any) -> None:
+    codec = ParquetCodec(ParquetSchema([ParquetField("id", ParquetType.INT64)]))
+    bad = make(_valid_file())
+    with pytest.raises(InvalidFormat):
+        codec.decode(bad)
+    with pytest.raises(InvalidFormat):
+        codec.decode(io.BytesIO(bad))
+
+
+# --- stats (Lode tests 28-34) ---------------------------------------------------------------------
+
+
+def test_file_stats_basic_nullable_bool_bytes_and_timestamps() -> None:
+    schema = ParquetSchema(
+        [
+            ParquetField("id", ParquetType.INT64),
+            ParquetField("name", ParquetType.STRING, nullable=True),
+            ParquetField("score", ParquetType.FLOAT64),
+            ParquetField("flag", ParquetType.BOOL),
+            ParquetField("data", ParquetType.BYTES),
+            ParquetField("at", ParquetType.TIMESTAMP),
+            ParquetField("none", ParquetType.INT64, nullable=True),
+        ]
+    )
+    codec = ParquetCodec(schema)
+    assert codec.file_stats() is None
+    codec.encode_bytes(
+        [
+            {"id": 10, "name": "alice", "score": 95.5, "flag": True, "data": b"hello",
+             "at": "2024-06-15T12:00:00Z"},
+            {"id": 1, "name": None, "score": math.nan, "flag": False, "data": b"world",
+             "at": "2024-01-01T00:00:00Z"},
+            {"id": 5, "name": "gamma", "score": 87.3, "flag": True, "data": b"x",
+             "at": "2024-03-10T08:00:00+00:00"},
+        ]
+    )
+    stats = codec.file_stats()
+    assert stats is not None and stats.row_count == 3
+    assert [c.name for c in stats.columns] == list(schema.names)
+    assert (stats.column("id").min, stats.column("id").max) == (1, 10)
+    name = stats.column("name")
+    assert (name.min, name.max, name.null_count) == ("alice", "gamma", 1)
+    assert (stats.column("score").min, stats.column("score").max) == (87.3, 95.5)  # NaN skipped
+    for no_min_max in ("flag", "data"):
+        assert (stats.column(no_min_max).min, stats.column(no_min_max).max) == (None, None)
+    at = stats.column("at")
+    assert at.min == dt.datetime(2024, 1, 1, tzinfo=UTC)
+    assert at.max == dt.datetime(2024, 6, 15, 12, tzinfo=UTC)
+    assert stats.column("none") == ColumnStats(
+        name="none", type=ParquetType.INT64, null_count=3
+    )
+    doc = json.loads(json.dumps(stats.to_json()))
+    assert doc["columns"][5]["min"] == "2024-01-01T00:00:00.000000Z"
+    assert FileStats.from_json(doc) == stats

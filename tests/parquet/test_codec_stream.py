@@ -1,0 +1,108 @@
+"""ParquetStreamWriter: row group after row group, bounded buffering, footer at close."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from parquetry.codec import ParquetCodec, ParquetField, ParquetSchema, ParquetType, SchemaViolation
+from parquetry.errors import InvalidArgument, NotFound
+from parquetry.parquet.options import WriteOptions
+from parquetry.parquet.stream import ParquetStreamWriter
+from parquetry.store import Store
+
+SCHEMA = ParquetSchema(
+    [ParquetField("id", ParquetType.INT64), ParquetField("name", ParquetType.STRING, nullable=True)]
+)
+
+
+def test_stream_to_sink_writes_row_groups_as_it_goes() -> None:
+    sink = io.BytesIO()
+    sizes = []
+    with ParquetStreamWriter(
+        sink, schema=SCHEMA, options=WriteOptions(row_group_size=1000)
+    ) as writer:
+        for chunk in range(10):
+            writer.write([{"id": i, "name": f"n{i}"} for i in range(chunk * 350, chunk * 350 + 350)])
+            sizes.append(len(sink.getvalue()))
+            # Never more than one row group of rows waits in memory.
+            assert writer._pending_rows < 1000
+    assert writer.row_groups_written == 4
+    # Bytes reached the sink before close: the file grows while streaming.
+    assert sizes[2] > 4 and sizes[2] < sizes[-1]
+    data = sink.getvalue()
+    md = pq.ParquetFile(io.BytesIO(data)).metadata
+    assert (md.num_rows, md.num_row_groups) == (3500, 4)
+    assert [md.row_group(i).num_rows for i in range(4)] == [1000, 1000, 1000, 500]
+    decoded = ParquetCodec(SCHEMA).decode(data)
+    assert [r["id"] for r in decoded] == list(range(3500))
+    stats = writer.stats()
+    assert stats is not None and stats.row_count == 3500
+    assert (stats.column("id").min, stats.column("id").max) == (0, 3499)
+
+
+def test_stream_violation_names_the_global_record_index() -> None:
+    writer = ParquetStreamWriter(io.BytesIO(), schema=SCHEMA)
+    writer.write([{"id": 1}, {"id": 2}])
+    with pytest.raises(SchemaViolation, match="record 3") as info:
+        writer.write([{"id": 3}, {"id": "four"}])
+    assert info.value.index == 3
+    writer.abort()
+
+
+def test_stream_takes_arrow_batches_and_checks_their_schema() -> None:
+    sink = io.BytesIO()
+    arrow_schema = pa.schema([pa.field("a", pa.int64()), pa.field("b", pa.string())])
+    with ParquetStreamWriter(sink, schema=arrow_schema) as writer:
+        writer.write(pa.record_batch({"b": ["x", "y"], "a": [1, 2]}))
+        writer.write(pa.table({"a": [3], "b": ["z"]}))
+        with pytest.raises(SchemaViolation):
+            writer.write(pa.table({"a": [4]}))
+        with pytest.raises(InvalidArgument):
+            writer.write([{"a": 5, "b": "w"}])
+    assert pq.read_table(io.BytesIO(sink.getvalue())).to_pydict() == {
+        "a": [1, 2, 3],
+        "b": ["x", "y", "z"],
+    }
+
+
+def test_empty_stream_is_a_valid_zero_row_file() -> None:
+    sink = io.BytesIO()
+    with ParquetStreamWriter(sink, schema=SCHEMA):
+        pass
+    assert ParquetCodec(SCHEMA).decode(sink.getvalue()) == []
+
+
+def test_stream_to_store_uploads_once_at_close(any_store: Store) -> None:
+    with ParquetStreamWriter(
+        schema=SCHEMA, store=any_store, key="out/part.parquet", options=WriteOptions(row_group_size=64)
+    ) as writer:
+        writer.write([{"id": i} for i in range(200)])
+        assert not any_store.exists("out/part.parquet")
+    assert writer.result is not None and writer.result.size > 0
+    decoded = ParquetCodec(SCHEMA).decode(any_store.get("out/part.parquet"))
+    assert [r["id"] for r in decoded] == list(range(200))
+
+
+def test_stream_error_inside_block_uploads_nothing(memory_store: Store) -> None:
+    with pytest.raises(RuntimeError), ParquetStreamWriter(
+        schema=SCHEMA, store=memory_store, key="x.parquet"
+    ) as writer:
+        writer.write([{"id": 1}])
+        raise RuntimeError("producer failed")
+    with pytest.raises(NotFound):
+        memory_store.head("x.parquet")
+
+
+def test_stream_needs_exactly_one_target(memory_store: Store) -> None:
+    with pytest.raises(InvalidArgument):
+        ParquetStreamWriter(schema=SCHEMA)
+    with pytest.raises(InvalidArgument):
+        ParquetStreamWriter(io.BytesIO(), schema=SCHEMA, store=memory_store, key="k")
+    writer = ParquetStreamWriter(io.BytesIO(), schema=SCHEMA)
+    writer.close()
+    with pytest.raises(InvalidArgument, match="closed"):
+        writer.write([{"id": 1}])

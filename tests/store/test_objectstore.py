@@ -1,0 +1,179 @@
+"""ObjectStore specifics: secrets stay secret, unreachable endpoints fail fast and clearly."""
+
+from __future__ import annotations
+
+import base64
+import pickle
+import socket
+import time
+import traceback
+from datetime import timedelta
+
+import pytest
+
+from parquetry.errors import InvalidArgument, NotFound, ParquetryError, StoreUnavailable
+from parquetry.store import ObjectStore, open_store
+from parquetry.store.objectstore import is_secret_option
+from parquetry.testing.moto import MotoServer
+
+SECRET = "SUPERSECRET-d0n7-l34k-m3"
+KEY_ID = "AKIDSECRETID42"
+
+
+def closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def all_text(err: BaseException) -> str:
+    """Everything a log or traceback could show about an error, chained ones included."""
+    parts = ["".join(traceback.format_exception(err))]
+    seen: BaseException | None = err
+    while seen is not None:
+        parts += [str(seen), repr(seen), repr(seen.args), repr(getattr(seen, "__dict__", {}))]
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(parts)
+
+
+def assert_no_secret(text: str) -> None:
+    assert SECRET not in text
+    assert KEY_ID not in text
+
+
+def test_secret_option_names() -> None:
+    for name in [
+        "secret_access_key",
+        "AWS_SECRET_ACCESS_KEY",
+        "session_token",
+        "sas_key",
+        "account_key",
+        "access_key_id",
+        "client_secret",
+        "bearer_token",
+    ]:
+        assert is_secret_option(name), name
+    for name in ["endpoint", "region", "bucket", "allow_http", "timeout"]:
+        assert not is_secret_option(name), name
+
+
+@pytest.mark.s3
+def test_secrets_stay_out_of_repr_url_and_errors(moto_server: MotoServer) -> None:
+    store = open_store(
+        moto_server.url(prefix="p"),
+        endpoint=moto_server.endpoint,
+        region="us-east-1",
+        aws_access_key_id=KEY_ID,
+        aws_secret_access_key=SECRET,
+    )
+    assert_no_secret(repr(store) + str(store) + store.url + repr(store.options))
+    with pytest.raises(NotFound) as info:
+        store.get("missing/key")
+    assert_no_secret(all_text(info.value))
+    # moto accepts any credentials: the store really works with them.
+    store.put("k", b"v")
+    assert store.get("k") == b"v"
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone == store
+    assert_no_secret(repr(clone))
+
+
+def test_unreachable_endpoint_is_store_unavailable_and_fast() -> None:
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    store = open_store(
+        "s3://bucket/prefix",
+        endpoint=endpoint,
+        region="us-east-1",
+        access_key_id=KEY_ID,
+        secret_access_key=SECRET,
+    )
+    start = time.monotonic()
+    with pytest.raises(StoreUnavailable, match="s3://bucket/prefix") as info:
+        store.get("some/key")
+    elapsed = time.monotonic() - start
+    assert elapsed < 15, f"default retries took {elapsed:.1f}s"
+    assert info.value.key == "some/key"
+    assert_no_secret(all_text(info.value))
+    for call in (lambda: store.put("k", b"1"), lambda: list(store.list("a"))):
+        with pytest.raises(StoreUnavailable) as info:
+            call()
+        assert_no_secret(all_text(info.value))
+
+
+def test_retry_config_option_is_used() -> None:
+    store = open_store(
+        "s3://bucket",
+        endpoint=f"http://127.0.0.1:{closed_port()}",
+        region="us-east-1",
+        skip_signature=True,
+        retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=1)},
+        connect_timeout="1s",
+    )
+    start = time.monotonic()
+    with pytest.raises(StoreUnavailable):
+        store.head("k")
+    assert time.monotonic() - start < 3
+    assert "connect_timeout" in repr(store)
+
+
+def test_bad_configuration_is_invalid_argument_without_secrets() -> None:
+    with pytest.raises(InvalidArgument, match="bogus_option") as info:
+        open_store("s3://bucket", bogus_option="x", secret_access_key=SECRET)
+    assert_no_secret(all_text(info.value))
+    with pytest.raises(InvalidArgument, match="az://container"):
+        open_store("az://container")  # Azure needs an account name
+    with pytest.raises(InvalidArgument, match="scheme"):
+        ObjectStore("ftp", "bucket")
+    with pytest.raises(InvalidArgument, match="bucket"):
+        ObjectStore("s3", "")
+
+
+def test_other_clouds_construct() -> None:
+    gcs = open_store("gs://bucket/some/prefix")
+    assert isinstance(gcs, ObjectStore)
+    assert (gcs.scheme, gcs.bucket, gcs.prefix, gcs.url) == (
+        "gs",
+        "bucket",
+        "some/prefix",
+        "gs://bucket/some/prefix",
+    )
+    azure_key = base64.b64encode(SECRET.encode()).decode()
+    azure = open_store("az://container/p", account_name="acct", account_key=azure_key)
+    assert azure.url == "az://container/p"
+    assert azure_key not in repr(azure)
+    assert pickle.loads(pickle.dumps(azure)) == azure
+    assert open_store("gcs://bucket").url == "gs://bucket"
+    assert open_store("abfs://c", account_name="a").url == "az://c"
+
+
+@pytest.mark.s3
+def test_prefix_isolates_stores(moto_server: MotoServer) -> None:
+    bucket = moto_server.create_bucket()
+    opts = moto_server.options()
+    a = open_store(f"s3://{bucket}/a", **opts)
+    ab = open_store(f"s3://{bucket}/ab", **opts)
+    root = open_store(f"s3://{bucket}", **opts)
+    a.put("k", b"1")
+    ab.put("k", b"2")
+    assert sorted(m.key for m in root.list()) == ["a/k", "ab/k"]
+    assert [m.key for m in a.list()] == ["k"]
+    assert root.list_dir("").prefixes == ("a", "ab")
+    assert a.get("k") == b"1"
+
+
+def test_errors_are_parquetry_errors() -> None:
+    assert issubclass(StoreUnavailable, ParquetryError)
+    assert issubclass(StoreUnavailable, OSError)
+
+
+def test_backend_error_text_is_scrubbed() -> None:
+    from obstore.exceptions import GenericError
+
+    from parquetry.store.objectstore import _Translate
+
+    store = open_store("s3://bucket", secret_access_key=SECRET, region="us-east-1")
+    assert isinstance(store, ObjectStore)
+    with pytest.raises(StoreUnavailable) as info, _Translate(store, "k"):
+        raise GenericError(f"signature mismatch for key {SECRET} in request")
+    assert "signature mismatch" in str(info.value)
+    assert_no_secret(all_text(info.value))
