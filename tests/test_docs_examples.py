@@ -139,7 +139,9 @@ def test_the_runner_finds_and_checks_blocks(tmp_path: Path) -> None:
     )
     found = blocks(doc)
     assert [(b.language, sorted(b.flags), b.line) for b in found] == [
-        ("python", [], 3), ("python", ["no-run"], 7), ("console", [], 11),
+        ("python", [], 3),
+        ("python", ["no-run"], 7),
+        ("console", [], 11),
     ]
     namespace: dict[str, Any] = {}
     _run_python(found[0], ROOT / "x.md", namespace)

@@ -8,6 +8,7 @@ from parquetry.errors import CodecNotStreamable, InvalidFormat, SchemaViolation
 from parquetry.parquet.codec import ParquetCodec
 from parquetry.parquet.schema import ParquetCompression, ParquetField, ParquetSchema, ParquetType
 from parquetry.parquet.stats import ColumnStats, FileStats
+from parquetry.parquet.stream import ParquetStreamWriter
 
 __all__ = [
     "CodecNotStreamable",
@@ -18,6 +19,7 @@ __all__ = [
     "ParquetCompression",
     "ParquetField",
     "ParquetSchema",
+    "ParquetStreamWriter",
     "ParquetType",
     "SchemaViolation",
 ]

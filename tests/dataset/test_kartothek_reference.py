@@ -21,9 +21,15 @@ REF = Path("/work/shared/reference-data/kartothek")
 pytestmark = pytest.mark.skipif(not REF.exists(), reason="kartothek reference data missing")
 
 ALL_ROWS = {  # demo_json as kartothek wrote it: label -> product_id, value
-    "a": (1, 10.5, "DE"), "b": (2, 20.0, "DE"), "c": (1, 5.25, "FR"), "d": (3, 7.0, "FR"),
-    "e": (4, 1.0, "NL"), "f": (3, 30.0, "DE"), "g": (5, 2.5, "NL"), "h": (1, 3.5, "NL"),
-}  # fmt: skip
+    "a": (1, 10.5, "DE"),
+    "b": (2, 20.0, "DE"),
+    "c": (1, 5.25, "FR"),
+    "d": (3, 7.0, "FR"),
+    "e": (4, 1.0, "NL"),
+    "f": (3, 30.0, "DE"),
+    "g": (5, 2.5, "NL"),
+    "h": (1, 3.5, "NL"),
+}
 
 # query, partitions kept, planning GETs kartothek needs, labels of the result
 QUERIES = [
@@ -52,8 +58,9 @@ def test_reads_demo_json_typed(ref_store: LocalStore) -> None:
     assert ds.schema.field("day").type == pa.timestamp("us")
     table = ds.read()
     assert "__index_level_0__" not in table.column_names
-    assert {r["label"]: (r["product_id"], r["value"], r["country"])
-            for r in table.to_pylist()} == ALL_ROWS  # fmt: skip
+    assert {
+        r["label"]: (r["product_id"], r["value"], r["country"]) for r in table.to_pylist()
+    } == ALL_ROWS
     assert ds.metadata["owner"] == "research"
 
 
@@ -88,7 +95,8 @@ def _rewrite(store: LocalStore, change: object) -> None:
 def test_msgpack_metadata(ref_store: LocalStore) -> None:
     doc = json.loads(ref_store.get("demo_json.by-dataset-metadata.json"))
     packed = zstandard.ZstdCompressor(write_content_size=True).compress(
-        msgpack.packb(doc, use_bin_type=True))  # fmt: skip
+        msgpack.packb(doc, use_bin_type=True)
+    )
     ref_store.put("demo_json.by-dataset-metadata.msgpack.zstd", packed)
     ref_store.delete("demo_json.by-dataset-metadata.json")
     ds = Dataset.open(ref_store, "demo_json")
@@ -146,8 +154,13 @@ def test_arrow_compat_files_all_types(tmp_path: Path) -> None:
         key = f"compat/table/{label}.parquet"
         store.put(key, f.read_bytes())
         parts[label] = {"files": {"table": key}}
-    doc = {"dataset_metadata_version": 4, "dataset_uuid": "compat", "metadata": {},
-           "partitions": parts, "partition_keys": []}  # fmt: skip
+    doc = {
+        "dataset_metadata_version": 4,
+        "dataset_uuid": "compat",
+        "metadata": {},
+        "partitions": parts,
+        "partition_keys": [],
+    }
     store.put("compat.by-dataset-metadata.json", json.dumps(doc).encode())
     ds = Dataset.open(store, "compat")
     assert ds.schema.field("int8").type == pa.int64()
@@ -161,8 +174,15 @@ def test_arrow_compat_files_all_types(tmp_path: Path) -> None:
 
 def test_our_update_of_kartothek_dataset(ref_store: LocalStore) -> None:
     ds = Dataset.open(ref_store, "demo_json")
-    new = pa.table({"country": ["FR"], "day": pa.array([None], pa.timestamp("us")),
-                    "label": ["z"], "product_id": [1], "value": [0.5]})  # fmt: skip
+    new = pa.table(
+        {
+            "country": ["FR"],
+            "day": pa.array([None], pa.timestamp("us")),
+            "label": ["z"],
+            "product_id": [1],
+            "value": [0.5],
+        }
+    )
     ds2 = ds.update(new, delete_scope=[{"country": "DE"}])
     assert _labels(ds2.read(predicates=[[("product_id", "==", 1)]])) == "chz"
     raw = json.loads(ref_store.get("demo_json.by-dataset-metadata.json"))

@@ -23,8 +23,14 @@ COLUMNS = {
     "d": (pa.date32(), st.sampled_from([dt.date(2020, 1, 1), dt.date(2021, 6, 30)])),
 }
 PARTITIONABLE = ["i", "s", "b", "d"]
-OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-       ">": operator.gt, ">=": operator.ge}  # fmt: skip
+OPS = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 
 @st.composite
@@ -52,8 +58,10 @@ def scenarios(draw: st.DrawFn) -> tuple[pa.Table, list[str], list[str], list[lis
             op = "=="
         return st.just((col, op, draw(values)))
 
-    dnf = [[draw(literal()) for _ in range(draw(st.integers(1, 3)))]
-           for _ in range(draw(st.integers(1, 3)))]  # fmt: skip
+    dnf = [
+        [draw(literal()) for _ in range(draw(st.integers(1, 3)))]
+        for _ in range(draw(st.integers(1, 3)))
+    ]
     return table, partition_on, indices, dnf
 
 
@@ -76,14 +84,14 @@ def test_read_with_predicates_equals_brute_force(scenario: tuple) -> None:
     table, partition_on, indices, dnf = scenario
     store = MemoryStore()
     name = uuid.uuid4().hex
-    ds = Dataset.create(store, name, table, partition_on=partition_on,
-                        secondary_indices=indices)  # fmt: skip
+    ds = Dataset.create(store, name, table, partition_on=partition_on, secondary_indices=indices)
     if table.num_rows:  # a second commit: indices and statistics are merged
         half = table.slice(0, table.num_rows // 2)
         ds = ds.append(half)
         table = pa.concat_tables([table, half])
-    want = [r for r in table.to_pylist()
-            if any(all(_matches(r, *lit) for lit in conj) for conj in dnf)]  # fmt: skip
+    want = [
+        r for r in table.to_pylist() if any(all(_matches(r, *lit) for lit in conj) for conj in dnf)
+    ]
     got = ds.read(predicates=dnf).to_pylist()
     assert sorted(got, key=repr) == sorted(want, key=repr)
     planned = {f.label for f in ds.plan(dnf).files}

@@ -30,25 +30,44 @@ def _dataset(store: MemoryStore, uuid: str, n_parts: int) -> None:
 
     Files of equal content share bytes (only the index differs), so this builds fast.
     """
-    schema = pa.schema([("a", pa.int64()), ("b", pa.string()), ("customer", pa.int64()),
-                        ("v", pa.float64())])  # fmt: skip
+    schema = pa.schema(
+        [("a", pa.int64()), ("b", pa.string()), ("customer", pa.int64()), ("v", pa.float64())]
+    )
     files = []
     for i in range(n_parts):
-        payload = pa.table({"customer": pa.array(range(10 * i, 10 * i + 10), pa.int64()),
-                            "v": pa.array([float(i)] * 10)})  # fmt: skip
+        payload = pa.table(
+            {
+                "customer": pa.array(range(10 * i, 10 * i + 10), pa.int64()),
+                "v": pa.array([float(i)] * 10),
+            }
+        )
         sink = io.BytesIO()
         pq.write_table(payload, sink)
         partition = (("a", i % 100), ("b", f"x{i // 100}"))
         label = make_label(partition, f"{i:032x}")
         key = data_key(uuid, "table", label)
         store.put(key, sink.getvalue(), mode=PutMode.CREATE)
-        files.append(FileDescription(
-            table="table", key=key, label=label, partition=partition, rows=10,
-            size=len(sink.getvalue()),
-            stats={"customer": [10 * i, 10 * i + 9, 0], "v": [float(i), float(i), 0]},
-            index_values={"customer": payload["customer"].combine_chunks()}))  # fmt: skip
-    Dataset.commit_files(store, uuid, files, mode="create", schema=schema,
-                         partition_on=["a", "b"], secondary_indices=["customer"])  # fmt: skip
+        files.append(
+            FileDescription(
+                table="table",
+                key=key,
+                label=label,
+                partition=partition,
+                rows=10,
+                size=len(sink.getvalue()),
+                stats={"customer": [10 * i, 10 * i + 9, 0], "v": [float(i), float(i), 0]},
+                index_values={"customer": payload["customer"].combine_chunks()},
+            )
+        )
+    Dataset.commit_files(
+        store,
+        uuid,
+        files,
+        mode="create",
+        schema=schema,
+        partition_on=["a", "b"],
+        secondary_indices=["customer"],
+    )
 
 
 @pytest.mark.slow
@@ -62,15 +81,17 @@ def test_open_and_plan_cost_is_independent_of_partitions() -> None:
         ds = Dataset.open(store, "big")
         plan = ds.plan([[("customer", "==", target)]])
         index_cost = store.total
-        assert [f.partition for f in plan.files] == [(("a", (n - 3) % 100),
-                                                      ("b", f"x{(n - 3) // 100}"))]  # fmt: skip
+        assert [f.partition for f in plan.files] == [
+            (("a", (n - 3) % 100), ("b", f"x{(n - 3) // 100}"))
+        ]
         assert plan.requests == index_cost
         store.reset()
         ds = Dataset.open(store, "big")
         ds.plan([[("a", "==", 7), ("b", "==", "x0")], [("v", "<", 1.0)]])
         costs[n] = (index_cost, store.total)
         rows = ds.read(predicates=[[("customer", "==", target)]])
-        assert rows.to_pylist() == [{"a": (n - 3) % 100, "b": f"x{(n - 3) // 100}",
-                                     "customer": target, "v": float(n - 3)}]  # fmt: skip
+        assert rows.to_pylist() == [
+            {"a": (n - 3) % 100, "b": f"x{(n - 3) // 100}", "customer": target, "v": float(n - 3)}
+        ]
     # pointer + next-version probe + one index file; pointer + probe without index
     assert costs[10] == costs[10_000] == (3, 2)

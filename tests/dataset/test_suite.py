@@ -24,8 +24,14 @@ from .helpers import sample_table, sort_rows
 
 def test_create_open_read_round_trip(any_store: Store) -> None:
     t = sample_table()
-    ds = Dataset.create(any_store, "ds", t, partition_on=["country", "day"],
-                        secondary_indices=["customer"], metadata={"owner": "me"})  # fmt: skip
+    ds = Dataset.create(
+        any_store,
+        "ds",
+        t,
+        partition_on=["country", "day"],
+        secondary_indices=["customer"],
+        metadata={"owner": "me"},
+    )
     assert Dataset.exists(any_store, "ds")
     opened = Dataset.open(any_store, "ds")
     assert opened.version == 0
@@ -35,26 +41,35 @@ def test_create_open_read_round_trip(any_store: Store) -> None:
     assert "creation_time" in opened.metadata
     assert sort_rows(opened.read()) == sort_rows(t)
     assert sort_rows(ds.read(columns=["value", "country"])) == sort_rows(
-        t.select(["value", "country"]))  # fmt: skip
+        t.select(["value", "country"])
+    )
     batches = list(opened.scan(predicates=[[("country", "==", "DE")]]))
     assert sum(b.num_rows for b in batches) == 10
 
 
 def test_on_disk_layout_is_kartothek_v4(any_store: Store) -> None:
-    Dataset.create(any_store, "lay", sample_table(8), partition_on=["country"],
-                   secondary_indices=["customer"])  # fmt: skip
+    Dataset.create(
+        any_store, "lay", sample_table(8), partition_on=["country"], secondary_indices=["customer"]
+    )
     doc = json.loads(any_store.get("lay.by-dataset-metadata.json"))
-    assert list(doc)[:6] == ["dataset_metadata_version", "dataset_uuid", "indices", "metadata",
-                             "partitions", "partition_keys"]  # fmt: skip
-    assert doc["dataset_metadata_version"] == 4 and doc["partition_keys"] == ["country"]
+    assert list(doc)[:6] == [
+        "dataset_metadata_version",
+        "dataset_uuid",
+        "indices",
+        "metadata",
+        "partitions",
+        "partition_keys",
+    ]
+    assert doc["dataset_metadata_version"] == 4
+    assert doc["partition_keys"] == ["country"]
     for label, entry in doc["partitions"].items():
         assert entry == {"files": {"table": f"lay/table/{label}.parquet"}}
         payload = pq.read_table(pa.BufferReader(any_store.get(f"lay/table/{label}.parquet")))
         assert "country" not in payload.column_names
     assert "country=a%2Fb%3Dc%25/" in "".join(doc["partitions"])
     idx_key = doc["indices"]["customer"]
-    assert idx_key.startswith("lay/indices/customer/") and idx_key.endswith(
-        ".by-dataset-index.parquet")  # fmt: skip
+    assert idx_key.startswith("lay/indices/customer/")
+    assert idx_key.endswith(".by-dataset-index.parquet")
     idx = pq.read_table(pa.BufferReader(any_store.get(idx_key)))
     assert idx.schema.field("customer").type == pa.int64()
     assert idx.schema.field("partition").type.value_type == pa.string()
@@ -78,20 +93,23 @@ def test_open_missing(any_store: Store) -> None:
 
 
 def test_append_update_versions_time_travel(any_store: Store) -> None:
-    ds = Dataset.create(any_store, "v", sample_table(20), partition_on=["country"],
-                        secondary_indices=["customer"])  # fmt: skip
+    ds = Dataset.create(
+        any_store, "v", sample_table(20), partition_on=["country"], secondary_indices=["customer"]
+    )
     ds1 = ds.append(sample_table(20, offset=100))
-    assert ds1.version == 1 and ds1.read().num_rows == 40
+    assert ds1.version == 1
+    assert ds1.read().num_rows == 40
     assert ds.read().num_rows == 20  # the old object reads its own version
-    ds2 = ds1.update(sample_table(4, offset=500).filter(pa.compute.equal(
-        sample_table(4, offset=500)["country"], "DE")), delete_scope=[{"country": "DE"}])  # fmt: skip
+    new = sample_table(4, offset=500)
+    new = new.filter(pa.compute.equal(new["country"], "DE"))
+    ds2 = ds1.update(new, delete_scope=[{"country": "DE"}])
     got = ds2.read()
     assert sorted(set(got["country"].to_pylist())) == ["DE", "FR", "NL", "a/b=c%"]
     assert got.filter(pa.compute.equal(got["country"], "DE")).num_rows == 1
     hist = ds2.versions()
-    assert [(v.number, v.operation) for v in hist] == [(0, "create"), (1, "append"),
-                                                       (2, "update")]  # fmt: skip
-    assert hist[1].rows_added == 20 and hist[2].rows_removed == 10
+    assert [(v.number, v.operation) for v in hist] == [(0, "create"), (1, "append"), (2, "update")]
+    assert hist[1].rows_added == 20
+    assert hist[2].rows_removed == 10
     assert Dataset.open(any_store, "v", version=1).read().num_rows == 40
     with pytest.raises(DatasetNotFound):
         Dataset.open(any_store, "v", version=9)
@@ -108,7 +126,8 @@ def test_build_index_and_plan_reasons(any_store: Store) -> None:
     assert ds.secondary_indices == ("customer",)
     plan = ds.plan([[("customer", "==", 7919 % 97), ("country", "==", "FR")]])
     reasons = {p.reason for p in plan.pruned}
-    assert reasons <= {"secondary index", "partition key"} and plan.pruned
+    assert reasons <= {"secondary index", "partition key"}
+    assert plan.pruned
     expected = sample_table(40).to_pylist()
     want = [r for r in expected if r["customer"] == 7919 % 97 and r["country"] == "FR"]
     got = ds.read(predicates=[[("customer", "==", 7919 % 97), ("country", "==", "FR")]])
@@ -120,8 +139,9 @@ def test_build_index_and_plan_reasons(any_store: Store) -> None:
 
 def test_streaming_inputs(any_store: Store) -> None:
     t = sample_table(30)
-    ds = Dataset.create(any_store, "it", iter(t.to_batches(max_chunksize=7)),
-                        partition_on=["country"])  # fmt: skip
+    ds = Dataset.create(
+        any_store, "it", iter(t.to_batches(max_chunksize=7)), partition_on=["country"]
+    )
     assert ds.read().num_rows == 30
     reader = pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=5))
     assert ds.append(reader).read().num_rows == 60
@@ -145,30 +165,40 @@ def test_predicate_errors_name_column_op_types(any_store: Store) -> None:
     ds = Dataset.create(any_store, "pe", sample_table(4))
     with pytest.raises(PredicateError) as err:
         ds.read(predicates=[[("value", "==", "x")]])
-    assert err.value.column == "value" and err.value.op == "=="
-    assert "str" in str(err.value) and "double" in str(err.value)
+    assert err.value.column == "value"
+    assert err.value.op == "=="
+    assert "str" in str(err.value)
+    assert "double" in str(err.value)
     with pytest.raises(PredicateError):
         ds.plan([[("missing", "==", 1)]])
 
 
 def test_write_files_then_commit_files(any_store: Store) -> None:
     t = sample_table(24)
-    files = write_files(any_store, "wf", t, partition_on=["country"],
-                        secondary_indices=["customer"])  # fmt: skip
-    assert {f.partition for f in files} == {(("country", c),) for c in ["DE", "FR", "NL",
-                                                                        "a/b=c%"]}  # fmt: skip
+    files = write_files(
+        any_store, "wf", t, partition_on=["country"], secondary_indices=["customer"]
+    )
+    assert {f.partition for f in files} == {(("country", c),) for c in ["DE", "FR", "NL", "a/b=c%"]}
     rt = [FileDescription.from_json(json.loads(json.dumps(f.to_json()))) for f in files]
     assert [(f.key, f.rows, f.stats) for f in rt] == [(f.key, f.rows, f.stats) for f in files]
-    ds = Dataset.commit_files(any_store, "wf", rt, mode="append", partition_on=["country"],
-                              secondary_indices=["customer"])  # fmt: skip
+    ds = Dataset.commit_files(
+        any_store, "wf", rt, mode="append", partition_on=["country"], secondary_indices=["customer"]
+    )
     assert sort_rows(ds.read()) == sort_rows(t)
-    more = write_files(any_store, "wf", sample_table(8, 50), partition_on=["country"],
-                       secondary_indices=["customer"], schema=ds.schema)  # fmt: skip
+    more = write_files(
+        any_store,
+        "wf",
+        sample_table(8, 50),
+        partition_on=["country"],
+        secondary_indices=["customer"],
+        schema=ds.schema,
+    )
     ds2 = Dataset.commit_files(any_store, "wf", more, mode="overwrite")
     assert sort_rows(ds2.read()) == sort_rows(sample_table(8, 50))
     plan = ds2.plan([[("country", "==", "FR")]])
     part = ds2.read_file(plan.files[0])
-    assert part.schema == ds2.schema and set(part["country"].to_pylist()) == {"FR"}
+    assert part.schema == ds2.schema
+    assert set(part["country"].to_pylist()) == {"FR"}
 
 
 def test_to_pyarrow_dataset_is_a_snapshot(any_store: Store) -> None:
@@ -177,17 +207,21 @@ def test_to_pyarrow_dataset_is_a_snapshot(any_store: Store) -> None:
     ds.append(sample_table(12, 40))
     assert snap.to_table().num_rows == 12
     de = snap.to_table(filter=pa.compute.field("country") == "DE")
-    assert de.num_rows == 3 and set(de["country"].to_pylist()) == {"DE"}
+    assert de.num_rows == 3
+    assert set(de["country"].to_pylist()) == {"DE"}
 
 
 def test_gc_keeps_retained_versions(any_store: Store) -> None:
-    ds = Dataset.create(any_store, "gc", sample_table(8), partition_on=["country"],
-                        secondary_indices=["customer"])  # fmt: skip
-    ds1 = ds.update(sample_table(8, 10), delete_scope=[{"country": c} for c in
-                                                       ["DE", "FR", "NL", "a/b=c%"]])  # fmt: skip
+    ds = Dataset.create(
+        any_store, "gc", sample_table(8), partition_on=["country"], secondary_indices=["customer"]
+    )
+    ds1 = ds.update(
+        sample_table(8, 10), delete_scope=[{"country": c} for c in ["DE", "FR", "NL", "a/b=c%"]]
+    )
     orphan = write_files(any_store, "gc", sample_table(2))[0].key
     report = ds1.garbage_collect(retention=dt.timedelta(hours=1))
-    assert report.deleted == () and report.expired_versions == ()
+    assert report.deleted == ()
+    assert report.expired_versions == ()
     assert Dataset.open(any_store, "gc", version=0).read().num_rows == 8
     report = ds1.garbage_collect(retention=0)
     assert report.expired_versions == (0,)
@@ -210,8 +244,9 @@ def test_delete(any_store: Store) -> None:
 
 
 def test_msgpack_metadata(any_store: Store) -> None:
-    ds = Dataset.create(any_store, "mp", sample_table(8), partition_on=["country"],
-                        metadata_format="msgpack.zstd")  # fmt: skip
+    ds = Dataset.create(
+        any_store, "mp", sample_table(8), partition_on=["country"], metadata_format="msgpack.zstd"
+    )
     assert any_store.exists("mp.by-dataset-metadata.msgpack.zstd")
     assert not any_store.exists("mp.by-dataset-metadata.json")
     ds.append(sample_table(4))

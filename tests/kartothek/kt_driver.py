@@ -11,7 +11,8 @@ Typed values (rows, predicate values, delete_scope values) are JSON scalars or t
 ``{"$date": "2021-01-01"}``, ``{"$ts": "2021-01-01T12:00:00.123456"}`` (naive; with an offset for
 tz-aware), ``{"$bytes": "<base64>"}``.
 Frames are ``{"schema": [[name, type], ...], "rows": [[...]]}`` with types int64, int32,
-float64, bool, string, bytes, date, timestamp; a column holding nulls is built as an object
+float64, bool, string, bytes, date, timestamp (naive), timestamp_utc, category, and the
+null-free int8, int16, uint16, uint64, float32; a column holding nulls is built as an object
 column so pyarrow infers its type as kartothek's own users would get it.
 An optional ``"index"`` list gives the frame a non-RangeIndex (stored as ``__index_level_0__``).
 
@@ -98,6 +99,9 @@ def encode_value(value: Any) -> Any:
 
 
 _NUMPY_DTYPES = {"int64": "int64", "int32": "int32", "float64": "float64", "bool": "bool"}
+# numpy-only types: no nulls allowed (pandas 1.3 has no null-capable plain numpy dtype for them)
+_STRICT_DTYPES = {"int8": "int8", "int16": "int16", "uint16": "uint16", "uint64": "uint64",
+                  "float32": "float32"}  # fmt: skip
 
 
 def build_frame(spec: dict[str, Any]) -> pd.DataFrame:
@@ -108,6 +112,14 @@ def build_frame(spec: dict[str, Any]) -> pd.DataFrame:
         has_null = any(v is None for v in values)
         if type_name == "timestamp":
             columns[name] = pd.to_datetime(pd.Series(values, dtype="object"))
+        elif type_name == "timestamp_utc":
+            columns[name] = pd.to_datetime(pd.Series(values, dtype="object"), utc=True)
+        elif type_name == "category":
+            columns[name] = pd.Series(values, dtype="category")
+        elif type_name in _STRICT_DTYPES:
+            if has_null:
+                raise ValueError(f"column {name!r} of type {type_name} cannot hold nulls here")
+            columns[name] = pd.Series(values, dtype=_STRICT_DTYPES[type_name])
         elif type_name in _NUMPY_DTYPES and not has_null:
             columns[name] = pd.Series(values, dtype=_NUMPY_DTYPES[type_name])
         elif type_name in ("int64", "int32", "float64", "bool", "string", "bytes", "date"):

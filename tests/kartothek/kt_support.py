@@ -23,9 +23,10 @@ Predicates = list[list[tuple[str, str, Any]]]
 def encode(value: Any) -> Any:
     """Python value -> the driver's tagged JSON."""
     if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return {"$ts": value.isoformat()}
+        # naive UTC: kartothek 5.3.0's row-group pushdown raises comparing a tz-aware value
+        # with footer statistics ("Cannot compare tz-naive and tz-aware timestamps"), even on
+        # datasets it wrote itself; naive values are taken as UTC on tz-aware columns.
+        return {"$ts": _naive_utc(value).isoformat()}
     if isinstance(value, dt.date):
         return {"$date": value.isoformat()}
     if isinstance(value, bytes):
@@ -53,12 +54,19 @@ def decode(value: Any) -> Any:
 _DRIVER_TYPES: list[tuple[Callable[[pa.DataType], bool], str]] = [
     (lambda t: t == pa.int64(), "int64"),
     (lambda t: t == pa.int32(), "int32"),
+    (lambda t: t == pa.int16(), "int16"),
+    (lambda t: t == pa.int8(), "int8"),
+    (lambda t: t == pa.uint16(), "uint16"),
+    (lambda t: t == pa.uint64(), "uint64"),
+    (lambda t: t == pa.float32(), "float32"),
     (pa.types.is_floating, "float64"),
     (pa.types.is_boolean, "bool"),
     (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), "string"),
+    (pa.types.is_dictionary, "category"),
     (pa.types.is_binary, "bytes"),
     (pa.types.is_date, "date"),
-    (pa.types.is_timestamp, "timestamp"),
+    (lambda t: pa.types.is_timestamp(t) and t.tz is None, "timestamp"),
+    (lambda t: pa.types.is_timestamp(t) and t.tz is not None, "timestamp_utc"),
 ]
 
 
@@ -139,8 +147,15 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+def _naive_utc(value: Any) -> Any:
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
+
+
 def _literal(row: dict[str, Any], column: str, op: str, value: Any) -> bool:
     cell = row[column]
+    value = [_naive_utc(v) for v in value] if op == "in" else _naive_utc(value)
     if op == "is null":
         return cell is None
     if op == "is not null":

@@ -3,10 +3,23 @@ appends -> kartothek reads again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
+from kt_harness import Kartothek
+from kt_sample_data import (
+    COLUMNS,
+    INDEXED,
+    PARTITION_ON,
+    PRUNABLE,
+    SCHEMA,
+    SPECIAL,
+    queries,
+    sample_table,
+)
 from kt_support import (
     Predicates,
     canonical_records,
@@ -19,18 +32,7 @@ from kt_support import (
     to_driver_predicates,
     to_driver_scope,
 )
-from sample_data import (
-    COLUMNS,
-    INDEXED,
-    PARTITION_ON,
-    PRUNABLE,
-    SCHEMA,
-    SPECIAL,
-    queries,
-    sample_table,
-)
 
-from conftest import Kartothek
 from parquetry import Dataset
 from parquetry.store import LocalStore
 
@@ -247,3 +249,64 @@ def test_parquetry_reads_and_appends_kartothek_datasets(
     assert rows_of_kartothek(results[-1], COLUMNS, SCHEMA) == oracle(final, None, COLUMNS, SCHEMA)
     # kartothek left a JSON pointer beside the msgpack one; parquetry must read the newer state
     check_parquetry_reads(Dataset.open(store, "kt_msgpack"), final, "kt_msgpack after kartothek")
+
+
+def make_legacy(root: Path, uuid: str) -> None:
+    """Rewrite a kartothek 5.3.0 dataset into the older forms kartothek still reads: implicit
+    partitions (no ``partitions``/``partition_keys``: readers list the store), an embedded
+    ``name`` index (``{value: [labels]}`` inside the metadata) and the ``customer`` index under
+    its legacy key ``<uuid>.<column>.by-dataset-index.parquet`` (kartothek 5.3.0 cannot list
+    implicit partitions when index files live under ``<uuid>/indices/``)."""
+    pointer = root / f"{uuid}.by-dataset-metadata.json"
+    doc = json.loads(pointer.read_bytes())
+    index_file = root / doc["indices"]["name"]
+    index = pq.read_table(index_file).to_pylist()
+    doc["indices"]["name"] = {row["name"]: sorted(row["partition"]) for row in index}
+    index_file.unlink()
+    legacy_key = f"{uuid}.customer.by-dataset-index.parquet"
+    (root / doc["indices"]["customer"]).rename(root / legacy_key)
+    doc["indices"]["customer"] = legacy_key
+    del doc["partitions"], doc["partition_keys"]
+    pointer.write_bytes(json.dumps(doc).encode())
+
+
+def test_legacy_kartothek_metadata_forms(kartothek: Kartothek, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    base = sample_table(40, seed=51, countries=COUNTRIES)
+    kartothek.one(
+        root,
+        {
+            "op": "write",
+            "uuid": "legacy",
+            "frames": [frame(base)],
+            "partition_on": PARTITION_ON,
+            "secondary_indices": INDEXED,
+        },
+    )
+    make_legacy(root, "legacy")
+    records = canonical_records(base)
+    # the rewritten forms are valid: kartothek itself reads them, pruning by the embedded index
+    results = kartothek.run(root, [{"op": "inspect", "uuid": "legacy"}, *read_ops("legacy")])
+    assert "partitions" not in json.loads((root / "legacy.by-dataset-metadata.json").read_bytes())
+    check_index(results[0], records, SCHEMA, INDEXED)
+    check_kartothek_reads(results[1:], records, results[0]["partitions"])
+    store = LocalStore(root)
+    ds = Dataset.open(store, "legacy")
+    assert list(ds.partition_keys) == PARTITION_ON
+    check_parquetry_reads(ds, records, "legacy")
+
+    more = sample_table(12, seed=52, countries=("DE", "NL"), first_id=3000)
+    Dataset.open(store, "legacy").append(more)
+    final = records + canonical_records(more)
+    check_parquetry_reads(Dataset.open(store, "legacy"), final, "legacy after append")
+    results = kartothek.run(
+        root,
+        [
+            {"op": "inspect", "uuid": "legacy"},
+            {"op": "read", "uuid": "legacy"},
+            *read_ops("legacy"),
+        ],
+    )
+    check_index(results[0], final, SCHEMA, INDEXED)
+    assert rows_of_kartothek(results[1], COLUMNS, SCHEMA) == oracle(final, None, COLUMNS, SCHEMA)
+    check_kartothek_reads(results[2:], final, results[0]["partitions"])

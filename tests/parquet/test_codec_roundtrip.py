@@ -28,7 +28,7 @@ from parquetry.codec import (
     SchemaViolation,
 )
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 KARTOTHEK = Path("/work/shared/reference-data/kartothek/arrow-compat")
 
 ALL = ParquetSchema(
@@ -52,8 +52,7 @@ timestamps = st.datetimes(
 records = st.fixed_dictionaries(
     {
         "i32": st.integers(-(2**31), 2**31 - 1),
-        "i64": st.integers(-(2**63), 2**63 - 1)
-        | st.integers(-(2**53), 2**53).map(float),
+        "i64": st.integers(-(2**63), 2**63 - 1) | st.integers(-(2**53), 2**53).map(float),
         "f32": st.none() | st.floats(width=32, allow_nan=False),
         "f64": st.none() | st.floats(allow_nan=False),
         "s": st.none() | st.text(),
@@ -113,7 +112,9 @@ def test_every_compression_round_trips(compression: ParquetCompression) -> None:
 
 def _chunks(data: bytes) -> list[Any]:
     md = pq.ParquetFile(io.BytesIO(data)).metadata
-    return [md.row_group(g).column(c) for g in range(md.num_row_groups) for c in range(md.num_columns)]
+    return [
+        md.row_group(g).column(c) for g in range(md.num_row_groups) for c in range(md.num_columns)
+    ]
 
 
 def test_timestamps_are_written_as_utc_micros() -> None:
@@ -128,7 +129,8 @@ def test_timestamps_are_written_as_utc_micros() -> None:
 def test_empty_records_make_a_valid_zero_row_file() -> None:
     codec = ParquetCodec(ParquetSchema([ParquetField("id", ParquetType.INT64)]))
     data = codec.encode_bytes([])
-    assert data.startswith(b"PAR1") and data.endswith(b"PAR1")
+    assert data.startswith(b"PAR1")
+    assert data.endswith(b"PAR1")
     assert codec.decode(data) == []
     stats = codec.file_stats()
     assert stats == FileStats(
@@ -143,7 +145,9 @@ def test_large_batch_keeps_order() -> None:
     codec = ParquetCodec(schema)
     rows = [{"id": i, "value": "test value with some content"} for i in range(10_000)]
     decoded = codec.decode(codec.encode_bytes(rows))
-    assert len(decoded) == 10_000 and decoded[0]["id"] == 0 and decoded[-1]["id"] == 9999
+    assert len(decoded) == 10_000
+    assert decoded[0]["id"] == 0
+    assert decoded[-1]["id"] == 9999
 
 
 # --- decode by name, other writers ----------------------------------------------------------------
@@ -171,7 +175,12 @@ def test_decode_maps_columns_by_name_not_position() -> None:
     decoded = ParquetCodec(schema).decode(sink.getvalue())
     assert decoded == [
         {"id": 7, "name": "alice", "ts": dt.datetime(1970, 1, 1, tzinfo=UTC), "absent": None},
-        {"id": 8, "name": "bob", "ts": dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC), "absent": None},
+        {
+            "id": 8,
+            "name": "bob",
+            "ts": dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+            "absent": None,
+        },
     ]
 
 
@@ -206,13 +215,16 @@ def test_decodes_kartothek_reference_files(path: Path) -> None:
     with path.open("rb") as file:
         [row] = ParquetCodec(schema).decode(file)
     assert row["int64"] == row["int8"] == row["uint32"] == 1
-    assert row["unicode"] == "Ö" and row["bool"] is True and row["null"] is None
+    assert row["unicode"] == "Ö"
+    assert row["bool"] is True
+    assert row["null"] is None
     assert row["date"] == dt.date(2018, 1, 1)
     assert row["datetime64"] == dt.datetime(2018, 1, 1, tzinfo=UTC)
-    assert isinstance(row["byte"], bytes) and len(row["byte"]) == 16
+    assert isinstance(row["byte"], bytes)
+    assert len(row["byte"]) == 16
 
 
-# --- decode errors ---------------------------------------------------------------------------------
+# --- decode errors -------------------------------------------------------------------------------
 
 
 def _valid_file() -> bytes:
@@ -270,16 +282,35 @@ def test_file_stats_basic_nullable_bool_bytes_and_timestamps() -> None:
     assert codec.file_stats() is None
     codec.encode_bytes(
         [
-            {"id": 10, "name": "alice", "score": 95.5, "flag": True, "data": b"hello",
-             "at": "2024-06-15T12:00:00Z"},
-            {"id": 1, "name": None, "score": math.nan, "flag": False, "data": b"world",
-             "at": "2024-01-01T00:00:00Z"},
-            {"id": 5, "name": "gamma", "score": 87.3, "flag": True, "data": b"x",
-             "at": "2024-03-10T08:00:00+00:00"},
+            {
+                "id": 10,
+                "name": "alice",
+                "score": 95.5,
+                "flag": True,
+                "data": b"hello",
+                "at": "2024-06-15T12:00:00Z",
+            },
+            {
+                "id": 1,
+                "name": None,
+                "score": math.nan,
+                "flag": False,
+                "data": b"world",
+                "at": "2024-01-01T00:00:00Z",
+            },
+            {
+                "id": 5,
+                "name": "gamma",
+                "score": 87.3,
+                "flag": True,
+                "data": b"x",
+                "at": "2024-03-10T08:00:00+00:00",
+            },
         ]
     )
     stats = codec.file_stats()
-    assert stats is not None and stats.row_count == 3
+    assert stats is not None
+    assert stats.row_count == 3
     assert [c.name for c in stats.columns] == list(schema.names)
     assert (stats.column("id").min, stats.column("id").max) == (1, 10)
     name = stats.column("name")
@@ -290,9 +321,7 @@ def test_file_stats_basic_nullable_bool_bytes_and_timestamps() -> None:
     at = stats.column("at")
     assert at.min == dt.datetime(2024, 1, 1, tzinfo=UTC)
     assert at.max == dt.datetime(2024, 6, 15, 12, tzinfo=UTC)
-    assert stats.column("none") == ColumnStats(
-        name="none", type=ParquetType.INT64, null_count=3
-    )
+    assert stats.column("none") == ColumnStats(name="none", type=ParquetType.INT64, null_count=3)
     doc = json.loads(json.dumps(stats.to_json()))
     assert doc["columns"][5]["min"] == "2024-01-01T00:00:00.000000Z"
     assert FileStats.from_json(doc) == stats

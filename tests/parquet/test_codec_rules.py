@@ -13,7 +13,7 @@ import pytest
 
 from parquetry.codec import ParquetCodec, ParquetField, ParquetSchema, ParquetType, SchemaViolation
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def codec_for(ptype: ParquetType, nullable: bool = False) -> ParquetCodec:
@@ -45,7 +45,8 @@ def rejects(ptype: ParquetType, value: Any, match: str | None = None) -> SchemaV
 @pytest.mark.parametrize("value", [2147483647, -2147483648, 2147483647.0, -2147483648.0, 0, -0.0])
 def test_int32_accepts_its_exact_range(value: Any) -> None:
     result = round_trip(ParquetType.INT32, value)
-    assert result == int(value) and type(result) is int
+    assert result == int(value)
+    assert type(result) is int
 
 
 @pytest.mark.parametrize("value", [2147483648, -2147483649, 2147483648.0, -2147483649.0, 3e9, -3e9])
@@ -217,7 +218,7 @@ def test_timestamps_reject_other_types() -> None:
     rejects(ParquetType.TIMESTAMP, dt.date(2024, 1, 1), "got date")
 
 
-# --- dates and decimals ----------------------------------------------------------------------------
+# --- dates and decimals --------------------------------------------------------------------------
 
 
 def test_date_rules() -> None:
@@ -244,7 +245,7 @@ def test_decimal_rules() -> None:
     rejects(big, 10**38, "does not fit")
 
 
-# --- record-level rules ----------------------------------------------------------------------------
+# --- record-level rules --------------------------------------------------------------------------
 
 
 SCHEMA = ParquetSchema(
@@ -314,3 +315,11 @@ def test_all_types_nullable_all_none() -> None:
     schema = ParquetSchema([ParquetField(f"f{i}", t, nullable=True) for i, t in enumerate(types)])
     codec = ParquetCodec(schema)
     assert codec.decode(codec.encode_bytes([{}])) == [{f"f{i}": None for i in range(len(types))}]
+
+
+def test_any_iterable_of_records_is_accepted_but_not_a_single_mapping() -> None:
+    codec = ParquetCodec(SCHEMA)
+    data = codec.encode_bytes({"id": i, "name": "n"} for i in range(3))
+    assert [r["id"] for r in codec.decode(data)] == [0, 1, 2]
+    with pytest.raises(SchemaViolation, match="list of mappings"):
+        codec.encode_bytes({"id": 1, "name": "n"})  # type: ignore[arg-type]

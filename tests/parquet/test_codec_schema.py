@@ -64,7 +64,8 @@ def test_decimal_and_date_types_map_to_arrow() -> None:
     assert str(arrow.field("d").type) == "decimal128(38, 10)"
     assert str(arrow.field("day").type) == "date32[day]"
     assert str(arrow.field("ts").type) == "timestamp[us, tz=UTC]"
-    assert not arrow.field("d").nullable and arrow.field("day").nullable
+    assert not arrow.field("d").nullable
+    assert arrow.field("day").nullable
 
 
 def test_schema_json_round_trip() -> None:

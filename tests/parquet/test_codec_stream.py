@@ -26,13 +26,16 @@ def test_stream_to_sink_writes_row_groups_as_it_goes() -> None:
         sink, schema=SCHEMA, options=WriteOptions(row_group_size=1000)
     ) as writer:
         for chunk in range(10):
-            writer.write([{"id": i, "name": f"n{i}"} for i in range(chunk * 350, chunk * 350 + 350)])
+            writer.write(
+                [{"id": i, "name": f"n{i}"} for i in range(chunk * 350, chunk * 350 + 350)]
+            )
             sizes.append(len(sink.getvalue()))
             # Never more than one row group of rows waits in memory.
             assert writer._pending_rows < 1000
     assert writer.row_groups_written == 4
     # Bytes reached the sink before close: the file grows while streaming.
-    assert sizes[2] > 4 and sizes[2] < sizes[-1]
+    assert sizes[2] > 4
+    assert sizes[2] < sizes[-1]
     data = sink.getvalue()
     md = pq.ParquetFile(io.BytesIO(data)).metadata
     assert (md.num_rows, md.num_row_groups) == (3500, 4)
@@ -40,7 +43,8 @@ def test_stream_to_sink_writes_row_groups_as_it_goes() -> None:
     decoded = ParquetCodec(SCHEMA).decode(data)
     assert [r["id"] for r in decoded] == list(range(3500))
     stats = writer.stats()
-    assert stats is not None and stats.row_count == 3500
+    assert stats is not None
+    assert stats.row_count == 3500
     assert (stats.column("id").min, stats.column("id").max) == (0, 3499)
 
 
@@ -78,21 +82,27 @@ def test_empty_stream_is_a_valid_zero_row_file() -> None:
 
 def test_stream_to_store_uploads_once_at_close(any_store: Store) -> None:
     with ParquetStreamWriter(
-        schema=SCHEMA, store=any_store, key="out/part.parquet", options=WriteOptions(row_group_size=64)
+        schema=SCHEMA,
+        store=any_store,
+        key="out/part.parquet",
+        options=WriteOptions(row_group_size=64),
     ) as writer:
         writer.write([{"id": i} for i in range(200)])
         assert not any_store.exists("out/part.parquet")
-    assert writer.result is not None and writer.result.size > 0
+    assert writer.result is not None
+    assert writer.result.size > 0
     decoded = ParquetCodec(SCHEMA).decode(any_store.get("out/part.parquet"))
     assert [r["id"] for r in decoded] == list(range(200))
 
 
 def test_stream_error_inside_block_uploads_nothing(memory_store: Store) -> None:
-    with pytest.raises(RuntimeError), ParquetStreamWriter(
-        schema=SCHEMA, store=memory_store, key="x.parquet"
-    ) as writer:
-        writer.write([{"id": 1}])
-        raise RuntimeError("producer failed")
+    def produce() -> None:
+        with ParquetStreamWriter(schema=SCHEMA, store=memory_store, key="x.parquet") as writer:
+            writer.write([{"id": 1}])
+            raise RuntimeError("producer failed")
+
+    with pytest.raises(RuntimeError):
+        produce()
     with pytest.raises(NotFound):
         memory_store.head("x.parquet")
 
@@ -106,3 +116,14 @@ def test_stream_needs_exactly_one_target(memory_store: Store) -> None:
     writer.close()
     with pytest.raises(InvalidArgument, match="closed"):
         writer.write([{"id": 1}])
+
+
+def test_codec_stream_writer_and_unwritable_sinks(memory_store: Store) -> None:
+    from parquetry.errors import CodecNotStreamable
+
+    codec = ParquetCodec(SCHEMA)
+    with codec.stream_writer(store=memory_store, key="c.parquet") as writer:
+        writer.write([{"id": 1, "name": "x"}])
+    assert codec.decode(memory_store.get("c.parquet")) == [{"id": 1, "name": "x"}]
+    with pytest.raises(CodecNotStreamable, match="str"):
+        codec.stream_writer("not-a-sink")

@@ -28,9 +28,7 @@ TABLE = pa.table(
     {"id": [1, 2, 3], "email": ["a@x.io", "b@y.io", "c@z.io"], "phone": ["111", "222", "333"]}
 )
 SECRETS = [
-    s
-    for key in KEYS.values()
-    for s in (key.decode(), key.hex(), base64.b64encode(key).decode())
+    s for key in KEYS.values() for s in (key.decode(), key.hex(), base64.b64encode(key).decode())
 ]
 
 
@@ -125,7 +123,9 @@ def test_options_json_round_trip_reattaches_the_kms() -> None:
     kms = InMemoryKms(KEYS)
     opts = options(kms, plaintext_footer=True)
     back = WriteOptions.from_json(opts.to_json(), kms=kms)
-    assert back == opts and back.encryption is not None and back.encryption.kms is kms
+    assert back == opts
+    assert back.encryption is not None
+    assert back.encryption.kms is kms
     data = write_table_bytes(TABLE, back)
     assert read_table(data, decryption=DecryptionSettings(kms)).equals(TABLE)
 

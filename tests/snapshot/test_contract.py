@@ -58,9 +58,7 @@ def test_bad_keys_refused_without_io(key: object, sample_table: pa.Table) -> Non
     assert store.total == 0
 
 
-@pytest.mark.parametrize(
-    "data", [{"a": [1, 2]}, "text", b"bytes", 42, None, [1, 2], [], iter([])]
-)
+@pytest.mark.parametrize("data", [{"a": [1, 2]}, "text", b"bytes", 42, None, [1, 2], [], iter([])])
 def test_non_table_input_refused_without_io(data: object) -> None:
     store = CountingStore(MemoryStore())
     with pytest.raises(InvalidArgument):
@@ -70,8 +68,12 @@ def test_non_table_input_refused_without_io(data: object) -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "pattern"),
-    [({"run_id": 5}, "run_id"), ({"metadata": {"a": 1}}, "metadata"),
-     ({"metadata": "x"}, "metadata"), ({"overwrite": "yes"}, "overwrite")],
+    [
+        ({"run_id": 5}, "run_id"),
+        ({"metadata": {"a": 1}}, "metadata"),
+        ({"metadata": "x"}, "metadata"),
+        ({"overwrite": "yes"}, "overwrite"),
+    ],
 )
 def test_bad_arguments_refused_without_io(
     kwargs: dict[str, object], pattern: str, sample_table: pa.Table
@@ -114,18 +116,25 @@ def test_iterable_with_changing_schema(memory_store: Store) -> None:
 
 @pytest.mark.parametrize(
     ("rows", "max_rows", "parts"),
-    [(3, None, ["data.parquet"]), (3, 3, ["data.parquet"]), (3, 100, ["data.parquet"]),
-     (0, 2, ["data.parquet"]), (4, 2, ["part-00000.parquet", "part-00001.parquet"])],
+    [
+        (3, None, ["data.parquet"]),
+        (3, 3, ["data.parquet"]),
+        (3, 100, ["data.parquet"]),
+        (0, 2, ["data.parquet"]),
+        (4, 2, ["part-00000.parquet", "part-00001.parquet"]),
+    ],
 )
-def test_part_naming(memory_store: Store, rows: int, max_rows: int | None,
-                     parts: list[str]) -> None:
+def test_part_naming(
+    memory_store: Store, rows: int, max_rows: int | None, parts: list[str]
+) -> None:
     table = pa.table({"i": pa.array(range(rows), pa.int64())})
     pds = ParquetDatasetStore(memory_store, max_rows_per_file=max_rows)
     for name, data in (("table", table), ("stream", table.to_reader(max_chunksize=1))):
         m = pds.write_dataset(data, f"ds/{name}")
         assert m.parts == parts
         assert keys_under(memory_store, f"ds/{name}") == sorted(
-            [f"ds/{name}/{p}" for p in parts] + [f"ds/{name}/_SUCCESS", f"ds/{name}/manifest.json"])
+            [f"ds/{name}/{p}" for p in parts] + [f"ds/{name}/_SUCCESS", f"ds/{name}/manifest.json"]
+        )
         assert pds.read_dataset(f"ds/{name}").equals(table)
 
 
@@ -137,11 +146,15 @@ def test_overwrite_removes_stale_files(memory_store: Store) -> None:
     memory_store.put("ds/s/_staging/old-write/00000.parquet", b"crashed staging")
     ParquetDatasetStore(memory_store).write_dataset(table, "ds/s", overwrite=True)
     assert keys_under(memory_store, "ds/s") == [
-        "ds/s/_SUCCESS", "ds/s/data.parquet", "ds/s/manifest.json"]
+        "ds/s/_SUCCESS",
+        "ds/s/data.parquet",
+        "ds/s/manifest.json",
+    ]
 
 
-def test_nested_dataset_survives_parent_overwrite(memory_store: Store,
-                                                  sample_table: pa.Table) -> None:
+def test_nested_dataset_survives_parent_overwrite(
+    memory_store: Store, sample_table: pa.Table
+) -> None:
     pds = ParquetDatasetStore(memory_store)
     pds.write_dataset(sample_table, "a/child")
     pds.write_dataset(sample_table, "a")
@@ -174,15 +187,18 @@ def test_non_utf8_manifest(written: ParquetDatasetStore) -> None:
 
 @pytest.mark.parametrize(
     ("changes", "pattern"),
-    [({"parts": []}, "no parts"),
-     ({"row_count": 4}, "row_count"),
-     ({"row_count": -1}, "row_count"),
-     ({"schema_hash": "0000000000000000"}, "schema_hash"),
-     ({"parts": ["part-00000.parquet", "part-00000.parquet"]}, "twice"),
-     ({"parts": ["../x.parquet"]}, "invalid part")],
+    [
+        ({"parts": []}, "no parts"),
+        ({"row_count": 4}, "row_count"),
+        ({"row_count": -1}, "row_count"),
+        ({"schema_hash": "0000000000000000"}, "schema_hash"),
+        ({"parts": ["part-00000.parquet", "part-00000.parquet"]}, "twice"),
+        ({"parts": ["../x.parquet"]}, "invalid part"),
+    ],
 )
-def test_manifest_disagreeing_with_parts(written: ParquetDatasetStore,
-                                         changes: dict[str, object], pattern: str) -> None:
+def test_manifest_disagreeing_with_parts(
+    written: ParquetDatasetStore, changes: dict[str, object], pattern: str
+) -> None:
     _patch_manifest(written, **changes)
     with pytest.raises(ManifestCorrupted, match=pattern):
         written.read_dataset("ds/r")

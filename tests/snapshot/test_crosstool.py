@@ -38,8 +38,9 @@ def _without_time(raw: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("max_rows", [None, 2])
-def test_manifest_bytes_identical(both: tuple[ParquetDatasetStore, RsStore],
-                                  max_rows: int | None) -> None:
+def test_manifest_bytes_identical(
+    both: tuple[ParquetDatasetStore, RsStore], max_rows: int | None
+) -> None:
     ours, rs = both
     ours = ParquetDatasetStore(ours.store, max_rows_per_file=max_rows)
     theirs = RsPds(rs, max_rows_per_file=max_rows)
@@ -62,8 +63,9 @@ def test_manifest_bytes_identical(both: tuple[ParquetDatasetStore, RsStore],
 
 
 @pytest.mark.parametrize("max_rows", [None, 2])
-def test_parquetry_to_remote_store_local(both: tuple[ParquetDatasetStore, RsStore],
-                                         max_rows: int | None) -> None:
+def test_parquetry_to_remote_store_local(
+    both: tuple[ParquetDatasetStore, RsStore], max_rows: int | None
+) -> None:
     ours, rs = both
     ours = ParquetDatasetStore(ours.store, max_rows_per_file=max_rows)
     ours.write_dataset(TABLE, "d")
@@ -71,16 +73,22 @@ def test_parquetry_to_remote_store_local(both: tuple[ParquetDatasetStore, RsStor
     assert theirs.dataset_exists("d")
     assert theirs.read_dataset("d").equals(TABLE)
     assert theirs.read_dataset("d", columns=["name"]).column("name").to_pylist() == [
-        "a", "b", None, "d", "e"]
-    assert theirs.read_manifest("d") .to_json() == ours.read_manifest("d").to_json()
+        "a",
+        "b",
+        None,
+        "d",
+        "e",
+    ]
+    assert theirs.read_manifest("d").to_json() == ours.read_manifest("d").to_json()
     # And after a parquetry overwrite (journal and staging are gone by then).
     ours.write_dataset(TABLE.slice(1), "d", overwrite=True)
     assert theirs.read_dataset("d").equals(TABLE.slice(1))
 
 
 @pytest.mark.parametrize("max_rows", [None, 2])
-def test_remote_store_to_parquetry_local(both: tuple[ParquetDatasetStore, RsStore],
-                                         max_rows: int | None) -> None:
+def test_remote_store_to_parquetry_local(
+    both: tuple[ParquetDatasetStore, RsStore], max_rows: int | None
+) -> None:
     ours, rs = both
     RsPds(rs, max_rows_per_file=max_rows).write_dataset(TABLE, "d", run_id="rs")
     assert ours.dataset_exists("d")

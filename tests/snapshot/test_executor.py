@@ -24,14 +24,17 @@ def test_write_parts_then_commit(any_store: Store) -> None:
     tables = [pa.table({"i": [i, i + 1]}) for i in (0, 2, 4)]
     # Executors get a pickled copy and return picklable receipts, possibly out of order.
     remote = pickle.loads(pickle.dumps(pds))
-    staged = [pickle.loads(pickle.dumps(remote.write_part("ds", write_id, f"task-{i}", t)))
-              for i, t in reversed(list(enumerate(tables)))]
+    staged = [
+        pickle.loads(pickle.dumps(remote.write_part("ds", write_id, f"task-{i}", t)))
+        for i, t in reversed(list(enumerate(tables)))
+    ]
     assert not pds.dataset_exists("ds")
     assert all(isinstance(s, StagedPart) and s.rows == 2 for s in staged)
     ordered = sorted(staged, key=lambda s: s.name)
     m = pds.commit_write("ds", write_id, ordered, run_id="job-1")
     assert m.parts == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
-    assert m.row_count == 6 and m.run_id == "job-1"
+    assert m.row_count == 6
+    assert m.run_id == "job-1"
     assert pds.read_dataset("ds").equals(pa.concat_tables(tables))
     assert keys_under(any_store, "ds/_staging") == []
     # A retried commit of the same write (lost acknowledgement) is harmless.

@@ -35,7 +35,7 @@ def test_roundtrip_all_fields() -> None:
 
 def test_frozen() -> None:
     m = DatasetManifest.from_json(json.dumps(GOOD))
-    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot|frozen"):
+    with pytest.raises(dataclasses.FrozenInstanceError, match=r"cannot|frozen"):
         m.dataset_key = "other"  # type: ignore[misc]
 
 
@@ -89,13 +89,16 @@ def test_from_json_none_input() -> None:
 
 def test_unknown_keys_ignored_and_nulls_accepted() -> None:
     m = DatasetManifest.from_json(with_(extra={"x": 1}, run_id=None, metadata=None))
-    assert m.run_id is None and m.metadata is None and m.row_count == 3
+    assert m.run_id is None
+    assert m.metadata is None
+    assert m.row_count == 3
 
 
 def test_error_str_and_repr() -> None:
     assert str(ManifestCorrupted("bad manifest")) == "bad manifest"
     err = ManifestCorrupted("bad manifest", key="ds/x", reason="missing field")
-    assert err.reason == "missing field" and err.key == "ds/x"
+    assert err.reason == "missing field"
+    assert err.key == "ds/x"
 
 
 manifests = st.builds(

@@ -30,8 +30,9 @@ class ThreadRecordingStore(WrapperStore):
         self.produced_at_put: list[tuple[str, int]] = []
         self.produced = 0
 
-    def _put(self, key: str, data: bytes | memoryview, mode: PutMode,
-             expected_version: str | None) -> object:  # type: ignore[override]
+    def _put(
+        self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
+    ) -> object:  # type: ignore[override]
         if "/_staging/" in key:
             self.threads.add(threading.get_ident())
             self.produced_at_put.append((key.rsplit("/", 1)[1], self.produced))
@@ -59,7 +60,8 @@ def test_streaming_reads_ahead_at_most_one_part() -> None:
 
     pds = ParquetDatasetStore(store, max_rows_per_file=100 * per_part_batches, max_workers=4)
     m = pds.write_dataset(batches(), "ds")
-    assert len(m.parts) == 10 and m.row_count == 4000
+    assert len(m.parts) == 10
+    assert m.row_count == 4000
     for name, produced in store.produced_at_put:
         index = int(name.split(".")[0])
         # While part k uploads, at most part k+1 has been pulled from the input.
@@ -73,7 +75,8 @@ def test_streaming_single_part_row_groups() -> None:
     reader = pa.table({"i": list(range(3500))}).to_reader(max_chunksize=300)
     assert pds.write_dataset(reader, "ds").parts == ["data.parquet"]
     meta = pq.ParquetFile(pa.BufferReader(store.get("ds/data.parquet"))).metadata
-    assert meta.num_rows == 3500 and meta.num_row_groups == 4
+    assert meta.num_rows == 3500
+    assert meta.num_row_groups == 4
     assert all(meta.row_group(i).num_rows <= 1200 for i in range(4))
 
 
@@ -81,9 +84,14 @@ def test_streaming_single_part_row_groups() -> None:
 def test_projection_on_s3_fetches_only_footers_and_chunks(s3_store: Store) -> None:
     rng = np.random.default_rng(7)
     n = 200_000
-    table = pa.table({"id": np.arange(n), "value": rng.random(n),
-                      "text": pa.array([f"row-{i}" for i in rng.integers(0, 10**9, n)]),
-                      "other": rng.integers(0, 10**12, n)})
+    table = pa.table(
+        {
+            "id": np.arange(n),
+            "value": rng.random(n),
+            "text": pa.array([f"row-{i}" for i in rng.integers(0, 10**9, n)]),
+            "other": rng.integers(0, 10**12, n),
+        }
+    )
     ParquetDatasetStore(s3_store, max_rows_per_file=50_000).write_dataset(table, "ds")
     counting = CountingStore(s3_store)
     pds = ParquetDatasetStore(counting)
@@ -103,8 +111,7 @@ def test_projection_on_s3_fetches_only_footers_and_chunks(s3_store: Store) -> No
     assert part_reads == []  # no whole-file downloads
     manifest_bytes = 2 * len(s3_store.get("ds/manifest.json"))
     assert counting.bytes_read - manifest_bytes <= 1.2 * chunk_bytes
-    assert counting.bytes_read < 0.6 * sum(
-        s3_store.head(f"ds/{p}").size for p in manifest.parts)
+    assert counting.bytes_read < 0.6 * sum(s3_store.head(f"ds/{p}").size for p in manifest.parts)
 
 
 columns = st.fixed_dictionaries(
@@ -126,14 +133,30 @@ columns = st.fixed_dictionaries(
     chunk=st.integers(1, 17),
     stream=st.booleans(),
 )
-def test_roundtrip_random_tables(data: st.DataObject, n: int, max_rows: int | None, chunk: int,
-                                 stream: bool) -> None:
+def test_roundtrip_random_tables(
+    data: st.DataObject, n: int, max_rows: int | None, chunk: int, stream: bool
+) -> None:
     types = {"i": pa.int64(), "f": pa.float64(), "s": pa.string(), "b": pa.bool_()}
     names = data.draw(st.lists(st.sampled_from(sorted(types)), min_size=1, unique=True))
-    arrays = {c: pa.array(data.draw(st.lists(
-        st.none() | {"i": st.integers(-(2**63), 2**63 - 1), "f": st.floats(allow_nan=False),
-                     "s": st.text(max_size=5), "b": st.booleans()}[c], min_size=n, max_size=n)),
-        types[c]) for c in names}
+    arrays = {
+        c: pa.array(
+            data.draw(
+                st.lists(
+                    st.none()
+                    | {
+                        "i": st.integers(-(2**63), 2**63 - 1),
+                        "f": st.floats(allow_nan=False),
+                        "s": st.text(max_size=5),
+                        "b": st.booleans(),
+                    }[c],
+                    min_size=n,
+                    max_size=n,
+                )
+            ),
+            types[c],
+        )
+        for c in names
+    }
     table = pa.table(arrays)
     store = MemoryStore(f"h-{uuid.uuid4().hex}")
     pds = ParquetDatasetStore(store, max_rows_per_file=max_rows, max_workers=3)

@@ -78,8 +78,9 @@ def test_overwrite_replaces(pds: ParquetDatasetStore, sample_table: pa.Table) ->
 
 
 def test_run_id_and_metadata(pds: ParquetDatasetStore, sample_table: pa.Table) -> None:  # W8/W9
-    m = pds.write_dataset(sample_table, "ds/run", run_id="run-42",
-                          metadata={"pipeline": "etl", "version": "3"})
+    m = pds.write_dataset(
+        sample_table, "ds/run", run_id="run-42", metadata={"pipeline": "etl", "version": "3"}
+    )
     assert m.run_id == "run-42"
     assert m.metadata == {"pipeline": "etl", "version": "3"}
     assert pds.read_manifest("ds/run") == m
@@ -88,7 +89,7 @@ def test_run_id_and_metadata(pds: ParquetDatasetStore, sample_table: pa.Table) -
 def test_overwrite_requires_delete(sample_table: pa.Table) -> None:  # W10
     inner = CountingStore(MemoryStore())
     pds = ParquetDatasetStore(LimitedStore(inner, {Capability.ATOMIC_WRITE, Capability.READ}))
-    with pytest.raises(CapabilityNotSupported, match="DELETE|delete") as info:
+    with pytest.raises(CapabilityNotSupported, match=r"DELETE|delete") as info:
         pds.write_dataset(sample_table, "ds/x", overwrite=True)
     assert info.value.capability == "delete"
     assert inner.total == 0
@@ -136,7 +137,7 @@ def test_missing_success(pds: ParquetDatasetStore, sample_table: pa.Table) -> No
 def test_missing_part(pds: ParquetDatasetStore, sample_table: pa.Table) -> None:  # R4
     pds.write_dataset(sample_table, "ds/mp")
     pds.store.delete("ds/mp/data.parquet")
-    with pytest.raises(DatasetIncomplete, match="part|data.parquet"):
+    with pytest.raises(DatasetIncomplete, match=r"part|data.parquet"):
         pds.read_dataset("ds/mp")
 
 
@@ -157,9 +158,9 @@ def test_read_manifest_only(pds: ParquetDatasetStore, sample_table: pa.Table) ->
 def test_corrupted_manifest(pds: ParquetDatasetStore, sample_table: pa.Table) -> None:  # R7
     pds.write_dataset(sample_table, "ds/cm")
     pds.store.put("ds/cm/manifest.json", b"{{garbage")
-    with pytest.raises(ManifestCorrupted, match="[Jj]son|[Pp]ars|[Cc]orrupt"):
+    with pytest.raises(ManifestCorrupted, match=r"[Jj]son|[Pp]ars|[Cc]orrupt"):
         pds.read_dataset("ds/cm")
-    with pytest.raises(ManifestCorrupted, match="[Jj]son|[Pp]ars|[Cc]orrupt"):
+    with pytest.raises(ManifestCorrupted, match=r"[Jj]son|[Pp]ars|[Cc]orrupt"):
         pds.read_manifest("ds/cm")
 
 
@@ -187,7 +188,8 @@ def test_nested_key(pds: ParquetDatasetStore, sample_table: pa.Table) -> None:  
 def test_empty_table(pds: ParquetDatasetStore) -> None:  # X2
     empty = pa.table({"id": pa.array([], pa.int64()), "name": pa.array([], pa.string())})
     m = pds.write_dataset(empty, "ds/empty")
-    assert m.parts == ["data.parquet"] and m.row_count == 0
+    assert m.parts == ["data.parquet"]
+    assert m.row_count == 0
     out = pds.read_dataset("ds/empty")
     assert out.num_rows == 0
     assert out.schema.equals(empty.schema)
@@ -218,4 +220,5 @@ def test_example_demo(memory_store: Store, sample_table: pa.Table) -> None:  # t
     multi.write_dataset(sample_table.slice(0, 2), "demo/two", overwrite=True)
     assert multi.read_dataset("demo/two").num_rows == 2
     assert multi.read_manifest("demo/two").compression == "zstd"
-    assert pds.dataset_exists("demo/one") and not pds.dataset_exists("demo/none")
+    assert pds.dataset_exists("demo/one")
+    assert not pds.dataset_exists("demo/none")

@@ -35,6 +35,8 @@ class TestObjectStoreS3(StoreConformance):
 
 
 class TestReadOnlyStore(StoreConformance):
+    many_keys = 1_000
+
     @pytest.fixture
     def writer(self) -> Store:
         return MemoryStore()
@@ -45,12 +47,16 @@ class TestReadOnlyStore(StoreConformance):
 
 
 class TestCountingStore(StoreConformance):
+    many_keys = 1_000  # the 10,000-key listing runs on the backends themselves
+
     @pytest.fixture
     def store(self, tmp_path: Path) -> Store:
         return CountingStore(LocalStore(tmp_path / "root", fsync=False))
 
 
 class TestFaultyStoreWithoutFaults(StoreConformance):
+    many_keys = 1_000
+
     @pytest.fixture
     def store(self) -> Store:
         return FaultyStore(MemoryStore())

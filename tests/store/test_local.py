@@ -175,3 +175,14 @@ def test_missing_root_reads_as_empty(tmp_path: Path) -> None:
     with pytest.raises(NotFound):
         store.delete("a/b")
     assert not (tmp_path / "never-created").exists()
+
+
+def test_too_long_names_are_invalid_keys(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    key = "d/" + "x" * 300
+    with pytest.raises(InvalidKey, match="too long"):
+        store.put(key, b"1")
+    for call in (lambda: store.get(key), lambda: store.head(key), lambda: store.exists(key)):
+        with pytest.raises(InvalidKey, match="too long"):
+            call()
+    assert list(store.list()) == []

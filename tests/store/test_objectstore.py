@@ -171,7 +171,9 @@ def test_backend_error_text_is_scrubbed() -> None:
 
     from parquetry.store.objectstore import _Translate
 
-    store = open_store("s3://bucket", secret_access_key=SECRET, region="us-east-1")
+    store = open_store(
+        "s3://bucket", access_key_id=KEY_ID, secret_access_key=SECRET, region="us-east-1"
+    )
     assert isinstance(store, ObjectStore)
     with pytest.raises(StoreUnavailable) as info, _Translate(store, "k"):
         raise GenericError(f"signature mismatch for key {SECRET} in request")

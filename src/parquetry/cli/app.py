@@ -14,8 +14,10 @@ import traceback
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-import click
 import typer
+
+# typer vendors its own click (typer._click); its exceptions are what commands raise.
+from typer._click import exceptions as click_exc
 from typer.core import TyperGroup
 
 from parquetry.errors import ParquetryError
@@ -56,14 +58,18 @@ class ParquetryGroup(TyperGroup):
 def _guarded(invoke: Any) -> int:
     try:
         result = invoke()
-    except click.UsageError as exc:
-        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+    except click_exc.NoArgsIsHelpError as exc:
+        typer.echo(exc.format_message())
+        return EXIT_USAGE
+    except click_exc.UsageError as exc:
+        path = exc.ctx.command_path if exc.ctx is not None else "parquetry"
+        hint = f" (see '{path} --help')"
         _error(exc.format_message() + hint)
         return EXIT_USAGE
-    except click.ClickException as exc:
+    except click_exc.ClickException as exc:
         _error(exc.format_message())
         return exc.exit_code
-    except click.Abort:
+    except typer.Abort:
         _error("aborted")
         return 130
     except ParquetryError as exc:

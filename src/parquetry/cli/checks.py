@@ -90,13 +90,16 @@ def _validate_snapshot(store: Store, key: str, tick: Tick) -> list[str]:
             problems.append(str(exc))
             continue
         rows += pf.metadata.num_rows
-        found = {schema_hash(pf.schema_arrow), _stored_hash(pf)}
-        if manifest.schema_hash not in found:
-            problems.append(f"{part_key}: schema hash {sorted(found - {None})[0]} differs from "
-                            f"manifest.json's {manifest.schema_hash}")
+        read_hash = schema_hash(pf.schema_arrow)
+        if manifest.schema_hash not in (read_hash, _stored_hash(pf)):
+            problems.append(
+                f"{part_key}: schema hash {read_hash} differs from "
+                f"manifest.json's {manifest.schema_hash}"
+            )
     if not any("is missing (listed" in p for p in problems) and rows != manifest.row_count:
-        problems.append(f"{key}/manifest.json says {manifest.row_count} rows, the parts hold "
-                        f"{rows}")
+        problems.append(
+            f"{key}/manifest.json says {manifest.row_count} rows, the parts hold {rows}"
+        )
     return problems
 
 
@@ -156,11 +159,16 @@ def _validate_kartothek(store: Store, uuid: str, tick: Tick) -> list[str]:
 def _type_class(t: pa.DataType) -> str:
     import pyarrow as pa
 
-    for name, test in (("integer", pa.types.is_integer), ("float", pa.types.is_floating),
-                       ("string", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)),
-                       ("binary", lambda x: pa.types.is_binary(x) or pa.types.is_large_binary(x)),
-                       ("timestamp", pa.types.is_timestamp), ("date", pa.types.is_date),
-                       ("decimal", pa.types.is_decimal), ("bool", pa.types.is_boolean)):
+    for name, test in (
+        ("integer", pa.types.is_integer),
+        ("float", pa.types.is_floating),
+        ("string", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)),
+        ("binary", lambda x: pa.types.is_binary(x) or pa.types.is_large_binary(x)),
+        ("timestamp", pa.types.is_timestamp),
+        ("date", pa.types.is_date),
+        ("decimal", pa.types.is_decimal),
+        ("bool", pa.types.is_boolean),
+    ):
         if test(t):
             return name
     if pa.types.is_dictionary(t):
@@ -168,13 +176,13 @@ def _type_class(t: pa.DataType) -> str:
     return str(t)
 
 
-def _check_file(key: str, footer: pq.ParquetFile, schema: pa.Schema,
-                partition_keys: tuple[str, ...], info: Any) -> list[str]:
+def _check_file(
+    key: str, footer: pq.ParquetFile, schema: pa.Schema, partition_keys: tuple[str, ...], info: Any
+) -> list[str]:
     problems = []
     arrow = footer.schema_arrow
     if info is not None and footer.metadata.num_rows != info.rows:
-        problems.append(f"{key}: {footer.metadata.num_rows} rows, the metadata records "
-                        f"{info.rows}")
+        problems.append(f"{key}: {footer.metadata.num_rows} rows, the metadata records {info.rows}")
     for field in schema:
         if field.name in partition_keys:
             continue
@@ -183,8 +191,9 @@ def _check_file(key: str, footer: pq.ParquetFile, schema: pa.Schema,
             continue
         found = arrow.field(field.name).type
         if _type_class(found) != _type_class(field.type):
-            problems.append(f"{key}: column {field.name!r} is {found}, the dataset schema "
-                            f"says {field.type}")
+            problems.append(
+                f"{key}: column {field.name!r} is {found}, the dataset schema says {field.type}"
+            )
     if info is not None:
         problems += _check_stats(key, footer, schema, info.stats)
     return problems
@@ -212,14 +221,15 @@ def _footer_stats(footer: pq.ParquetFile, column: str) -> tuple[Any, Any, int] |
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dt.datetime) and isinstance(b, dt.datetime):
+
         def utc(x: dt.datetime) -> dt.datetime:
             return x.astimezone(dt.UTC).replace(tzinfo=None) if x.tzinfo else x
+
         return utc(a) == utc(b)
     return bool(a == b)
 
 
-def _check_stats(key: str, footer: pq.ParquetFile, schema: pa.Schema,
-                 stats: Any) -> list[str]:
+def _check_stats(key: str, footer: pq.ParquetFile, schema: pa.Schema, stats: Any) -> list[str]:
     from parquetry.dataset.stats import decode_stats
 
     problems = []
@@ -233,12 +243,14 @@ def _check_stats(key: str, footer: pq.ParquetFile, schema: pa.Schema,
             continue
         (rlo, rhi, rnulls), (flo, fhi, fnulls) = recorded, found
         if rnulls != fnulls:
-            problems.append(f"{key}: column {column!r} has {fnulls} nulls, the statistics "
-                            f"record {rnulls}")
+            problems.append(
+                f"{key}: column {column!r} has {fnulls} nulls, the statistics record {rnulls}"
+            )
         for what, rec, foot in (("min", rlo, flo), ("max", rhi, fhi)):
             if rec is not None and foot is not None and not _same(rec, foot):
-                problems.append(f"{key}: column {column!r} {what} is {foot!r}, the statistics "
-                                f"record {rec!r}")
+                problems.append(
+                    f"{key}: column {column!r} {what} is {foot!r}, the statistics record {rec!r}"
+                )
     return problems
 
 
@@ -246,15 +258,19 @@ def _check_index(store: Store, ds: Any, column: str, present: dict[str, Any]) ->
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    from parquetry.dataset.indices import load_index
+    from parquetry.dataset.schema import normalise_type
+
     try:
-        index = ds._index(column)[0]
+        ref = ds.document.indices[column]
+        index = load_index(store, column, ref, normalise_type(ds.schema.field(column).type))
     except ParquetryError as exc:
         return [f"index on {column!r}: {exc}"]
     indexed: set[tuple[Any, str]] = set()
     for row in index.pairs().to_pylist():
         indexed.add((row["value"], row["label"]))
     actual: set[tuple[Any, str]] = set()
-    for label, (pf, footer) in present.items():
+    for label, (pf, _footer) in present.items():
         if column in ds.partition_keys:
             continue
         values = pq.read_table(store.open(pf.key), columns=[column])
@@ -266,10 +282,13 @@ def _check_index(store: Store, ds: Any, column: str, present: dict[str, Any]) ->
         problems.append(f"index on {column!r} lacks value {value!r} of partition {label}")
     for value, label in sorted(indexed - actual, key=repr):
         if label in labels:
-            problems.append(f"index on {column!r} maps {value!r} to partition {label}, which "
-                            "does not hold it")
+            problems.append(
+                f"index on {column!r} maps {value!r} to partition {label}, which does not hold it"
+            )
     if len(problems) > MAX_INDEX_PROBLEMS:
         more = len(problems) - MAX_INDEX_PROBLEMS
-        problems = [*problems[:MAX_INDEX_PROBLEMS],
-                    f"index on {column!r}: ... and {more} more problems"]
+        problems = [
+            *problems[:MAX_INDEX_PROBLEMS],
+            f"index on {column!r}: ... and {more} more problems",
+        ]
     return problems

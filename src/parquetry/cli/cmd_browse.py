@@ -29,8 +29,9 @@ __all__ = ["register"]
 
 VersionOpt = Annotated[
     int | None,
-    typer.Option("--version", min=0, help="Version to read (kartothek-format datasets).",
-                 show_default=False),
+    typer.Option(
+        "--version", min=0, help="Version to read (kartothek-format datasets).", show_default=False
+    ),
 ]
 #: ``show`` lists at most this many partitions in its table (``--json`` lists all).
 MAX_PARTITION_ROWS = 50
@@ -60,8 +61,9 @@ def _table(*columns: str, right: tuple[str, ...] = ()) -> Table:
     return table
 
 
-def ls(url: UrlArg, json: JsonFlag = False, endpoint: Endpoint = None,
-       region: Region = None) -> int:
+def ls(
+    url: UrlArg, json: JsonFlag = False, endpoint: Endpoint = None, region: Region = None
+) -> int:
     """List the datasets in a store: kind, version, rows, bytes and last commit."""
     from parquetry.cli.targets import find_datasets
     from parquetry.cli.views import dataset_info
@@ -75,17 +77,34 @@ def ls(url: UrlArg, json: JsonFlag = False, endpoint: Endpoint = None,
         except ParquetryError as exc:
             broken.append((ref.name, ref.kind, str(exc)))
     if json:
-        emit_json({
-            "store": store.url,
-            "datasets": [_ls_json(i) for i in infos]
-            + [{"name": n, "kind": k, "error": e} for n, k, e in broken],
-        })
+        emit_json(
+            {
+                "store": store.url,
+                "datasets": [_ls_json(i) for i in infos]
+                + [{"name": n, "kind": k, "error": e} for n, k, e in broken],
+            }
+        )
     else:
-        table = _table("dataset", "kind", "version", "rows", "bytes", "files", "last commit",
-                       right=("version", "rows", "bytes", "files"))
+        table = _table(
+            "dataset",
+            "kind",
+            "version",
+            "rows",
+            "bytes",
+            "files",
+            "last commit",
+            right=("version", "rows", "bytes", "files"),
+        )
         for i in infos:
-            table.add_row(i.name, i.kind, "-" if i.version is None else str(i.version),
-                          _count(i.rows), _size(i.bytes), _count(i.files), _when(i))
+            table.add_row(
+                i.name,
+                i.kind,
+                "-" if i.version is None else str(i.version),
+                _count(i.rows),
+                _size(i.bytes),
+                _count(i.files),
+                _when(i),
+            )
         for name, kind, _ in broken:
             table.add_row(name, kind, "?", "?", "?", "?", "unreadable")
         if infos or broken:
@@ -114,8 +133,14 @@ def _partitions(files: list[FileRow]) -> list[tuple[str, int, int | None, int | 
     return [(p, n, r, b) for p, (n, r, b) in sorted(acc.items())]
 
 
-def show(url: UrlArg, dataset: DatasetArg, version: VersionOpt = None, json: JsonFlag = False,
-         endpoint: Endpoint = None, region: Region = None) -> None:
+def show(
+    url: UrlArg,
+    dataset: DatasetArg,
+    version: VersionOpt = None,
+    json: JsonFlag = False,
+    endpoint: Endpoint = None,
+    region: Region = None,
+) -> None:
     """Show a dataset: schema, partition keys, indices, partitions and files, metadata."""
     from parquetry.cli.targets import resolve_dataset
     from parquetry.cli.views import dataset_files, dataset_info
@@ -159,8 +184,9 @@ def show(url: UrlArg, dataset: DatasetArg, version: VersionOpt = None, json: Jso
             ptable.add_row(p or "(none)", _count(n), _count(r), _size(b))
         console.print(ptable)
         if len(parts) > MAX_PARTITION_ROWS:
-            console.print(f"... and {len(parts) - MAX_PARTITION_ROWS:,} more partitions "
-                          "(--json lists all)")
+            console.print(
+                f"... and {len(parts) - MAX_PARTITION_ROWS:,} more partitions (--json lists all)"
+            )
     if info.metadata:
         meta = _table("metadata", "value")
         for key, value in sorted(info.metadata.items()):
@@ -168,8 +194,13 @@ def show(url: UrlArg, dataset: DatasetArg, version: VersionOpt = None, json: Jso
         console.print(meta)
 
 
-def history(url: UrlArg, dataset: DatasetArg, json: JsonFlag = False,
-            endpoint: Endpoint = None, region: Region = None) -> None:
+def history(
+    url: UrlArg,
+    dataset: DatasetArg,
+    json: JsonFlag = False,
+    endpoint: Endpoint = None,
+    region: Region = None,
+) -> None:
     """Show the committed versions: number, time, operation, rows added/removed, files."""
     from parquetry.cli.targets import resolve_dataset
     from parquetry.cli.views import dataset_history
@@ -178,17 +209,28 @@ def history(url: UrlArg, dataset: DatasetArg, json: JsonFlag = False,
     ref = resolve_dataset(store, dataset)
     rows = dataset_history(store, ref)
     if json:
-        emit_json({"dataset": ref.name, "kind": ref.kind,
-                   "versions": [v.to_json() for v in rows]})
+        emit_json({"dataset": ref.name, "kind": ref.kind, "versions": [v.to_json() for v in rows]})
         return
-    table = _table("version", "time", "operation", "rows added", "rows removed",
-                   "files added", "files removed",
-                   right=("version", "rows added", "rows removed", "files added",
-                          "files removed"))
+    table = _table(
+        "version",
+        "time",
+        "operation",
+        "rows added",
+        "rows removed",
+        "files added",
+        "files removed",
+        right=("version", "rows added", "rows removed", "files added", "files removed"),
+    )
     for v in rows:
-        table.add_row(str(v.number), v.time.strftime("%Y-%m-%d %H:%M:%S") if v.time else "-",
-                      v.operation, _count(v.rows_added), _count(v.rows_removed),
-                      _count(v.files_added), _count(v.files_removed))
+        table.add_row(
+            str(v.number),
+            v.time.strftime("%Y-%m-%d %H:%M:%S") if v.time else "-",
+            v.operation,
+            _count(v.rows_added),
+            _count(v.rows_removed),
+            _count(v.files_added),
+            _count(v.files_removed),
+        )
     out_console().print(table)
 
 

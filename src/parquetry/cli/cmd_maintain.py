@@ -21,8 +21,13 @@ from parquetry.cli.common import (
 __all__ = ["register"]
 
 
-def validate(url: UrlArg, dataset: DatasetArg, json: JsonFlag = False,
-             endpoint: Endpoint = None, region: Region = None) -> int:
+def validate(
+    url: UrlArg,
+    dataset: DatasetArg,
+    json: JsonFlag = False,
+    endpoint: Endpoint = None,
+    region: Region = None,
+) -> int:
     """Check a dataset against its files; print each problem on its own line.
 
     Checks that every referenced file exists with the recorded size, rows and column types,
@@ -35,10 +40,9 @@ def validate(url: UrlArg, dataset: DatasetArg, json: JsonFlag = False,
     store = open_cli_store(url, StoreOptions(endpoint=endpoint, region=region))
     ref = resolve_dataset(store, dataset)
     with progress(f"validating {ref.name}", total=file_count(store, ref)) as bar:
-        problems = validate_dataset(store, ref, tick=lambda: bar.advance(0))
+        problems = validate_dataset(store, ref, tick=lambda: bar.advance())
     if json:
-        emit_json({"dataset": ref.name, "kind": ref.kind, "ok": not problems,
-                   "problems": problems})
+        emit_json({"dataset": ref.name, "kind": ref.kind, "ok": not problems, "problems": problems})
     else:
         for problem in problems:
             typer.echo(problem)
@@ -49,8 +53,9 @@ def validate(url: UrlArg, dataset: DatasetArg, json: JsonFlag = False,
     return 1 if problems else 0
 
 
-def repair(url: UrlArg, dataset: DatasetArg, endpoint: Endpoint = None,
-           region: Region = None) -> None:
+def repair(
+    url: UrlArg, dataset: DatasetArg, endpoint: Endpoint = None, region: Region = None
+) -> None:
     """Complete or roll back an interrupted commit or overwrite."""
     from parquetry.cli.maintenance import repair_dataset
     from parquetry.cli.targets import resolve_dataset
@@ -63,11 +68,16 @@ def repair(url: UrlArg, dataset: DatasetArg, endpoint: Endpoint = None,
 def gc(
     url: UrlArg,
     dataset: DatasetArg,
-    retention: Annotated[str, typer.Option(
-        "--retention", help="Keep versions and unreferenced files younger than this "
-        "(e.g. 7d, 12h, 30m, 0).")] = "7d",
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Only print what would be deleted.")] = False,
+    retention: Annotated[
+        str,
+        typer.Option(
+            "--retention",
+            help="Keep versions and unreferenced files younger than this (e.g. 7d, 12h, 30m, 0).",
+        ),
+    ] = "7d",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only print what would be deleted.")
+    ] = False,
     json: JsonFlag = False,
     endpoint: Endpoint = None,
     region: Region = None,
@@ -83,20 +93,25 @@ def gc(
     with progress(f"collecting garbage of {ref.name}"):
         result = collect_garbage(store, ref, retention=keep, dry_run=dry_run)
     if json:
-        emit_json({
-            "dataset": ref.name, "dry_run": dry_run, "bytes": result.bytes,
-            "deleted": [{"key": k, "size": s} for k, s in result.deleted],
-            "expired_versions": list(result.expired_versions),
-            "retained_versions": list(result.retained_versions),
-        })
+        emit_json(
+            {
+                "dataset": ref.name,
+                "dry_run": dry_run,
+                "bytes": result.bytes,
+                "deleted": [{"key": k, "size": s} for k, s in result.deleted],
+                "expired_versions": list(result.expired_versions),
+                "retained_versions": list(result.retained_versions),
+            }
+        )
         return
     verb = "would delete" if dry_run else "deleted"
     for key, size in result.deleted:
         typer.echo(f"{verb} {key} ({'?' if size is None else human_bytes(size)})")
-    typer.echo(f"{ref.name}: {verb} {len(result.deleted)} objects, "
-               f"{human_bytes(result.bytes)} ({result.bytes} bytes)"
-               + (f"; expired versions {list(result.expired_versions)}"
-                  if result.expired_versions else ""))
+    typer.echo(
+        f"{ref.name}: {verb} {len(result.deleted)} objects, "
+        f"{human_bytes(result.bytes)} ({result.bytes} bytes)"
+        + (f"; expired versions {list(result.expired_versions)}" if result.expired_versions else "")
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["collect_report", "register"]
 
 
-def collect_report(store: Store, ref: DatasetRef, *, check: bool = True,
-                   tick: Callable[[], None] | None = None) -> ReportData:
+def collect_report(
+    store: Store, ref: DatasetRef, *, check: bool = True, tick: Callable[[], None] | None = None
+) -> ReportData:
     """Everything the report shows, from the footers of every data file (read concurrently)."""
     import pyarrow.parquet as pq
 
@@ -73,18 +74,30 @@ def collect_report(store: Store, ref: DatasetRef, *, check: bool = True,
         partition_keys=info.partition_keys,
         indices=info.indices,
         files=tuple(
-            FileInfo(key=f.key, partition=f.partition, rows=meta.num_rows,
-                     size=f.size if f.size is not None else meta.serialized_size)
+            FileInfo(
+                key=f.key,
+                partition=f.partition,
+                rows=meta.num_rows,
+                size=f.size if f.size is not None else meta.serialized_size,
+            )
             for f, meta in zip(files, footers, strict=True)
         ),
-        columns=tuple(ColumnInfo(name=n, compressed=c, uncompressed=u)
-                      for n, (c, u) in columns.items()),
+        columns=tuple(
+            ColumnInfo(name=n, compressed=c, uncompressed=u) for n, (c, u) in columns.items()
+        ),
         versions=tuple(
-            VersionInfo(number=v.number, time=v.time, operation=v.operation,
-                        rows_added=v.rows_added, rows_removed=v.rows_removed,
-                        files=v.files_added)
+            VersionInfo(
+                number=v.number,
+                time=v.time,
+                operation=v.operation,
+                rows_added=v.rows_added,
+                rows_removed=v.rows_removed,
+                files=v.files_added,
+            )
             for v in dataset_history(store, ref)
-        ) if ref.kind == "kartothek" else (),
+        )
+        if ref.kind == "kartothek"
+        else (),
         problems=tuple(problems),
     )
 
@@ -92,13 +105,20 @@ def collect_report(store: Store, ref: DatasetRef, *, check: bool = True,
 def report(
     url: UrlArg,
     dataset: DatasetArg,
-    output: Annotated[Path, typer.Option(
-        "--output", "-o", dir_okay=False, help="HTML file to write.")] = Path("report.html"),
-    check: Annotated[bool, typer.Option(
-        "--check/--no-check", help="Run the validate checks and list problems in the report.",
-    )] = True,
-    json: Annotated[bool, typer.Option(
-        "--json", help="Print the report's data as JSON instead of writing HTML.")] = False,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", dir_okay=False, help="HTML file to write.")
+    ] = Path("report.html"),
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check/--no-check",
+            help="Run the validate checks and list problems in the report.",
+        ),
+    ] = True,
+    json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the report's data as JSON instead of writing HTML."),
+    ] = False,
     endpoint: Endpoint = None,
     region: Region = None,
 ) -> None:
@@ -114,13 +134,12 @@ def report(
     store = open_cli_store(url, StoreOptions(endpoint=endpoint, region=region))
     ref = resolve_dataset(store, dataset)
     with progress(f"reading footers of {ref.name}", total=file_count(store, ref)) as bar:
-        data = collect_report(store, ref, check=check, tick=lambda: bar.advance(0))
+        data = collect_report(store, ref, check=check, tick=lambda: bar.advance())
     if json:
         emit_json(data.to_json())
         return
     output.write_text(render_html(data), encoding="utf-8")
-    typer.echo(f"wrote {output} ({len(data.files)} files, {len(data.problems)} problems)",
-               err=True)
+    typer.echo(f"wrote {output} ({len(data.files)} files, {len(data.problems)} problems)", err=True)
 
 
 def register(app: typer.Typer) -> None:

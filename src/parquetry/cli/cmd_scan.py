@@ -22,7 +22,7 @@ from parquetry.cli.common import (
     out_console,
     progress,
 )
-from parquetry.errors import InvalidArgument
+from parquetry.errors import InvalidArgument, UnknownColumn
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -46,31 +46,72 @@ class OutputFormat(enum.StrEnum):
 def scan(
     url: UrlArg,
     dataset: DatasetArg,
-    where: Annotated[str | None, typer.Option(
-        "--where", "-w", show_default=False,
-        help="Filter, SQL-like: \"country = 'DE' and day >= date '2021-01-02'\". Operators: "
-        "= != <> < <= > >= in (...), not in (...), is [not] null, and, or, not, parentheses. "
-        "Values: 1, 2.5, 'text', true, false, date '...', timestamp '...', decimal '...'.",
-    )] = None,
-    columns: Annotated[str | None, typer.Option(
-        "--columns", "-c", help="Comma-separated columns to return (default: all).",
-        show_default=False)] = None,
-    version: Annotated[int | None, typer.Option(
-        "--version", min=0, help="Version to read (kartothek-format datasets).",
-        show_default=False)] = None,
-    limit: Annotated[int | None, typer.Option(
-        "--limit", "-n", min=0, show_default=False,
-        help=f"Return at most this many rows (--format table: {TABLE_DEFAULT_LIMIT} unless "
-        "given).")] = None,
-    fmt: Annotated[OutputFormat, typer.Option(
-        "--format", "-f", help="Output format; json is JSON Lines (one object per row).",
-    )] = OutputFormat.table,
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", dir_okay=False, show_default=False,
-        help="Write to this file instead of stdout (required for --format parquet).")] = None,
-    explain: Annotated[bool, typer.Option(
-        "--explain", help="Print the plan (files kept, partitions pruned and why, store "
-        "requests) without reading data; --format json prints it as JSON.")] = False,
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--where",
+            "-w",
+            show_default=False,
+            help="Filter, SQL-like: \"country = 'DE' and day >= date '2021-01-02'\". Operators: "
+            "= != <> < <= > >= in (...), not in (...), is [not] null, and, or, not, parentheses. "
+            "Values: 1, 2.5, 'text', true, false, date '...', timestamp '...', decimal '...'.",
+        ),
+    ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            "--columns",
+            "-c",
+            help="Comma-separated columns to return (default: all).",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        int | None,
+        typer.Option(
+            "--version",
+            min=0,
+            help="Version to read (kartothek-format datasets).",
+            show_default=False,
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            "-n",
+            min=0,
+            show_default=False,
+            help=f"Return at most this many rows (--format table: {TABLE_DEFAULT_LIMIT} unless "
+            "given).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Output format; json is JSON Lines (one object per row).",
+        ),
+    ] = OutputFormat.table,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            dir_okay=False,
+            show_default=False,
+            help="Write to this file instead of stdout (required for --format parquet).",
+        ),
+    ] = None,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Print the plan (files kept, partitions pruned and why, store "
+            "requests) without reading data; --format json prints it as JSON.",
+        ),
+    ] = False,
     endpoint: Endpoint = None,
     region: Region = None,
 ) -> None:
@@ -117,6 +158,13 @@ def _batches(
     from parquetry.dataset import Dataset
 
     ds = Dataset.open(store, ref.name, version=version)
+    for c in cols or ():
+        if c not in ds.schema.names:
+            raise UnknownColumn(
+                f"column {c!r} is not in dataset {ref.name!r} (columns: "
+                f"{', '.join(ds.schema.names)})",
+                column=c,
+            )
     plan = ds.plan(predicates)  # validates the predicates against the schema first
     schema = ds.schema if cols is None else pa.schema([ds.schema.field(c) for c in cols])
     return ds.scan(columns=cols, predicates=predicates), schema, plan.rows
@@ -133,8 +181,11 @@ def _snapshot_batches(
         table = pds.read_dataset(key, columns=cols)
     else:
         # Read the filter's columns too, then drop them after filtering.
-        needed = None if cols is None else sorted(
-            set(cols) | {c for conj in predicates for c, _, _ in conj})
+        needed = (
+            None
+            if cols is None
+            else sorted(set(cols) | {c for conj in predicates for c, _, _ in conj})
+        )
         table = pds.read_dataset(key, columns=needed)
         dnf = validate_predicates(predicates, table.schema)
         assert dnf is not None
@@ -153,15 +204,16 @@ def _limited(
         for batch in batches:
             if limit is not None and seen + batch.num_rows >= limit:
                 yield batch.slice(0, limit - seen)
-                bar.update(0, completed=limit)
+                bar.update(completed=limit)
                 return
             seen += batch.num_rows
-            bar.update(0, completed=seen)
+            bar.update(completed=seen)
             yield batch
 
 
-def _write(batches: Iterator[pa.RecordBatch], schema: pa.Schema, fmt: OutputFormat,
-           output: Path | None) -> None:
+def _write(
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema, fmt: OutputFormat, output: Path | None
+) -> None:
     import pyarrow as pa
 
     if fmt is OutputFormat.table:
@@ -225,8 +277,9 @@ def _print_table(table: pa.Table) -> None:
     console.print(f"{table.num_rows:,} rows", style="dim")
 
 
-def _explain(store: Store, ref: DatasetRef, predicates: Any, version: int | None, *,
-             as_json: bool) -> None:
+def _explain(
+    store: Store, ref: DatasetRef, predicates: Any, version: int | None, *, as_json: bool
+) -> None:
     from parquetry.cli.where import format_literal
 
     if ref.kind == "snapshot":
@@ -236,9 +289,14 @@ def _explain(store: Store, ref: DatasetRef, predicates: Any, version: int | None
             raise InvalidArgument(f"{ref.name!r} is a snapshot dataset: it keeps no versions")
         files = dataset_files(store, ref)
         doc: dict[str, Any] = {
-            "dataset": ref.name, "kind": "snapshot", "version": None,
-            "predicates": predicates, "files": [f.key for f in files],
-            "rows": None, "bytes": sum(f.size or 0 for f in files), "pruned": [],
+            "dataset": ref.name,
+            "kind": "snapshot",
+            "version": None,
+            "predicates": predicates,
+            "files": [f.key for f in files],
+            "rows": None,
+            "bytes": sum(f.size or 0 for f in files),
+            "pruned": [],
             "requests": None,
             "note": "snapshot datasets are read whole; the filter applies to every row",
         }
@@ -248,12 +306,18 @@ def _explain(store: Store, ref: DatasetRef, predicates: Any, version: int | None
         ds = Dataset.open(store, ref.name, version=version)
         plan = ds.plan(predicates)
         doc = {
-            "dataset": ref.name, "kind": "kartothek", "version": plan.version,
-            "predicates": predicates, "files": [f.key for f in plan.files],
-            "rows": plan.rows, "bytes": sum(f.size or 0 for f in plan.files),
-            "pruned": [{"partition": p.label, "reason": p.reason, "column": p.column}
-                       for p in plan.pruned],
-            "requests": plan.requests, "request_keys": list(plan.request_keys),
+            "dataset": ref.name,
+            "kind": "kartothek",
+            "version": plan.version,
+            "predicates": predicates,
+            "files": [f.key for f in plan.files],
+            "rows": plan.rows,
+            "bytes": sum(f.size or 0 for f in plan.files),
+            "pruned": [
+                {"partition": p.label, "reason": p.reason, "column": p.column} for p in plan.pruned
+            ],
+            "requests": plan.requests,
+            "request_keys": list(plan.request_keys),
         }
     if as_json:
         from parquetry.dataset.predicates import dnf_to_json
@@ -272,9 +336,14 @@ def _print_explain(doc: dict[str, Any], format_literal: Any) -> None:
     if doc["predicates"]:
         echo("predicates (OR of AND):")
         for conj in doc["predicates"]:
-            terms = [f"{c} {op}" if op.startswith("is") else
-                     f"{c} {op} [{', '.join(format_literal(v) for v in val)}]" if op == "in"
-                     else f"{c} {op} {format_literal(val)}" for c, op, val in conj]
+            terms = [
+                f"{c} {op}"
+                if op.startswith("is")
+                else f"{c} {op} [{', '.join(format_literal(v) for v in val)}]"
+                if op == "in"
+                else f"{c} {op} {format_literal(val)}"
+                for c, op, val in conj
+            ]
             echo("  " + " and ".join(terms))
     rows = "unknown" if doc["rows"] is None else f"{doc['rows']:,}"
     echo(f"files to read: {len(doc['files']):,} ({human_bytes(doc['bytes'])}, rows: {rows})")
@@ -283,9 +352,14 @@ def _print_explain(doc: dict[str, Any], format_literal: Any) -> None:
     if len(doc["files"]) > 20:
         echo(f"  ... and {len(doc['files']) - 20:,} more")
     reasons = Counter(p["reason"] for p in doc["pruned"])
-    echo(f"partitions pruned: {len(doc['pruned']):,}"
-         + (f" ({', '.join(f'{n:,} by {r}' for r, n in sorted(reasons.items()))})"
-            if reasons else ""))
+    echo(
+        f"partitions pruned: {len(doc['pruned']):,}"
+        + (
+            f" ({', '.join(f'{n:,} by {r}' for r, n in sorted(reasons.items()))})"
+            if reasons
+            else ""
+        )
+    )
     for p in doc["pruned"][:20]:
         echo(f"  {p['partition']}: {p['reason']} on {p['column']}")
     if len(doc["pruned"]) > 20:

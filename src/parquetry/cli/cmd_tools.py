@@ -42,9 +42,14 @@ def split_file_url(target: str, options: StoreOptions) -> tuple[Store, str]:
 
 
 def inspect(
-    target: Annotated[str, typer.Argument(
-        metavar="PATH_OR_URL", show_default=False,
-        help="A local Parquet file, or a URL such as s3://bucket/key.parquet.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH_OR_URL",
+            show_default=False,
+            help="A local Parquet file, or a URL such as s3://bucket/key.parquet.",
+        ),
+    ],
     json: JsonFlag = False,
     endpoint: Endpoint = None,
     region: Region = None,
@@ -69,17 +74,21 @@ def inspect(
 
 def demo(
     rows: Annotated[int, typer.Option("--rows", min=1, help="Orders to generate.")] = 1_000_000,
-    store: Annotated[str, typer.Option(
-        "--store", help="Where to build the lake: a directory or an object-store URL.",
-    )] = "./demo-lake",
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            help="Where to build the lake: a directory or an object-store URL.",
+        ),
+    ] = "./demo-lake",
 ) -> None:
     """Run the end-to-end Spark pipeline: write, append, query, aggregate, inspect."""
-    from parquetry.demo import run_demo
+    from parquetry.demo import run_demo  # type: ignore[import-untyped,unused-ignore]
 
     with progress("demo", total=None) as bar:
 
         def report(message: str, *_: Any) -> None:
-            bar.update(0, description=str(message))
+            bar.update(description=str(message))
 
         run_demo(rows=rows, store_url=store, progress=report, out=typer.echo)
 

@@ -7,7 +7,6 @@ Data goes to stdout, everything else (progress, notes, errors) to stderr, so tha
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from parquetry.errors import NotFound
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import Progress, TaskID
 
     from parquetry.store import Store
 
@@ -103,16 +102,19 @@ def open_cli_store(url: str, options: StoreOptions, *, must_exist: bool = True) 
         # them; they never appear on a command line.
         extra = {"endpoint": options.endpoint, "region": options.region}
     store = open_store(url, **extra)
-    if must_exist and isinstance(store, LocalStore):
-        if not store.root.is_dir():
-            raise NotFound(f"store directory {store.root} does not exist", store=store.url)
+    if must_exist and isinstance(store, LocalStore) and not store.root.is_dir():
+        raise NotFound(f"store directory {store.root} does not exist", store=store.url)
     return store
 
 
 def out_console() -> Console:
     from rich.console import Console
 
-    return Console(soft_wrap=True, highlight=False)
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        # Piped or captured output: wide enough that tables never wrap their cells.
+        console = Console(highlight=False, width=240, no_color=True)
+    return console
 
 
 def err_console() -> Console:
@@ -139,12 +141,23 @@ def emit_json(document: object) -> None:
     typer.echo(json.dumps(document, indent=2, sort_keys=False, default=_json_default))
 
 
-@contextmanager
-def progress(description: str, total: float | None = None) -> Iterator[Progress]:
-    """A rich progress bar on stderr, shown only when stderr is a terminal.
+class Bar:
+    """One progress bar: ``advance()`` by one, or ``update(completed=, description=)``."""
 
-    Yields the :class:`rich.progress.Progress`; its first task id is ``0``.
-    """
+    def __init__(self, progress: Progress, task: TaskID):
+        self._progress = progress
+        self._task = task
+
+    def advance(self, amount: float = 1) -> None:
+        self._progress.advance(self._task, amount)
+
+    def update(self, *, completed: float | None = None, description: str | None = None) -> None:
+        self._progress.update(self._task, completed=completed, description=description)
+
+
+@contextmanager
+def progress(description: str, total: float | None = None) -> Iterator[Bar]:
+    """A rich progress bar on stderr, shown only when stderr is a terminal."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -163,8 +176,7 @@ def progress(description: str, total: float | None = None) -> Iterator[Progress]
         TimeElapsedColumn(),
         console=console,
         transient=True,
-        disable=not console.is_terminal or not sys.stderr.isatty(),
+        disable=not console.is_terminal,
     )
     with bar:
-        bar.add_task(description, total=total)
-        yield bar
+        yield Bar(bar, bar.add_task(description, total=total))

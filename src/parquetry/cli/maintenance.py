@@ -43,8 +43,9 @@ class DryRunStore(WrapperStore):
         self.written: list[str] = []
         self.deleted: list[str] = []
 
-    def _put(self, key: str, data: bytes | memoryview, mode: PutMode,
-             expected_version: str | None) -> ObjectMeta:
+    def _put(
+        self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
+    ) -> ObjectMeta:
         self.written.append(key)
         return ObjectMeta(key=key, size=len(data), version="dry-run")
 
@@ -80,24 +81,29 @@ def _sizes(store: Store, prefix: str) -> dict[str, int]:
 
 
 def collect_garbage(
-    store: Store, ref: DatasetRef, *, retention: dt.timedelta, dry_run: bool,
+    store: Store,
+    ref: DatasetRef,
+    *,
+    retention: dt.timedelta,
+    dry_run: bool,
     now: dt.datetime | None = None,
 ) -> GCResult:
     """Delete what no retained version needs (see ``Dataset.garbage_collect``)."""
     if retention < dt.timedelta(0):
         raise InvalidArgument(f"retention must not be negative, got {retention}")
     target: Store = DryRunStore(store) if dry_run else store
+    # Sizes before anything is deleted (the real run removes what it reports).
+    sizes = _sizes(store, ref.name)
+    sizes.update(
+        {m.key: m.size for m in store.list_dir("").objects if m.key.startswith(f"{ref.name}.")}
+    )
     if ref.kind == "snapshot":
         deleted_keys = _snapshot_gc(target, ref.name, retention, now or dt.datetime.now(dt.UTC))
         expired: tuple[int, ...] = ()
         retained: tuple[int, ...] = ()
-        sizes = _sizes(store, ref.name)
     else:
         from parquetry.dataset import Dataset
 
-        sizes = _sizes(store, ref.name)
-        sizes.update({m.key: m.size for m in store.list_dir("").objects
-                      if m.key.startswith(f"{ref.name}.")})
         report = Dataset.open(target, ref.name).garbage_collect(retention=retention)
         deleted_keys = list(report.deleted)
         expired, retained = report.expired_versions, report.retained_versions
@@ -111,8 +117,7 @@ def collect_garbage(
     )
 
 
-def _snapshot_gc(store: Store, key: str, retention: dt.timedelta,
-                 now: dt.datetime) -> list[str]:
+def _snapshot_gc(store: Store, key: str, retention: dt.timedelta, now: dt.datetime) -> list[str]:
     """Staged parts and stray files older than ``retention``; never during a switch."""
     from parquetry.snapshot import ParquetDatasetStore
 
@@ -124,7 +129,8 @@ def _snapshot_gc(store: Store, key: str, retention: dt.timedelta,
     keep = {f"{key}/{p}" for p in manifest.parts} | {f"{key}/manifest.json", f"{key}/_SUCCESS"}
     cutoff = now - retention
     doomed = [
-        m.key for m in store.list(key)
+        m.key
+        for m in store.list(key)
         if m.key not in keep and (m.modified is None or m.modified <= cutoff)
     ]
     store.delete_many(doomed, missing_ok=True)
@@ -165,7 +171,8 @@ def _repair_kartothek(store: Store, uuid: str) -> str:
     state = load_latest(store, uuid)
     if state.number == pointer.version.number:
         return f"{uuid}: nothing to repair (version {state.number} is current)"
-    publish_pointer(store, uuid, state.doc, encode_document(state.doc, "json"), state.number,
-                    fmt)
-    return (f"{uuid}: completed an interrupted commit (metadata file moved from version "
-            f"{pointer.version.number} to {state.number})")
+    publish_pointer(store, uuid, state.doc, encode_document(state.doc, "json"), state.number, fmt)
+    return (
+        f"{uuid}: completed an interrupted commit (metadata file moved from version "
+        f"{pointer.version.number} to {state.number})"
+    )

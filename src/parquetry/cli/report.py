@@ -102,9 +102,7 @@ class ReportData:
             indices=tuple(doc["indices"]),
             files=tuple(FileInfo(**f) for f in doc["files"]),
             columns=tuple(ColumnInfo(**c) for c in doc["columns"]),
-            versions=tuple(
-                VersionInfo(**{**v, "time": _time(v["time"])}) for v in doc["versions"]
-            ),
+            versions=tuple(VersionInfo(**{**v, "time": _time(v["time"])}) for v in doc["versions"]),
             problems=tuple(doc["problems"]),
         )
 
@@ -153,11 +151,11 @@ def _summary(data: ReportData) -> list[tuple[str, str]]:
     ]
     if len(partitions) > 1:
         median = statistics.median(p[3] for p in partitions) or 1
-        rows.append(("skew (largest / median partition)", f"{partitions[0][3] / median:.1f} ×"))
+        rows.append(("skew (largest / median partition)", f"{partitions[0][3] / median:.1f} x"))
     if data.columns:
         comp = sum(c.compressed for c in data.columns) or 1
         ratio = sum(c.uncompressed for c in data.columns) / comp
-        rows.append(("compression ratio", f"{ratio:.1f} ×"))
+        rows.append(("compression ratio", f"{ratio:.1f} x"))
     rows.append(("problems", str(len(data.problems)) if data.problems else "none found"))
     return rows
 
@@ -169,37 +167,64 @@ def _charts(data: ReportData) -> list[tuple[str, str, str]]:
             "File sizes",
             "Many small files cost one request each and make reads slow (the small-file "
             "problem); most files should sit in the larger classes.",
-            column_chart("file-sizes", "Histogram of data file sizes",
-                         size_histogram([f.size for f in data.files])),
+            column_chart(
+                "file-sizes",
+                "Histogram of data file sizes",
+                size_histogram([f.size for f in data.files]),
+            ),
         )
     ]
     parts = _per_partition(data.files)
     shown = parts[:MAX_PARTITION_BARS]
-    more = f" The {len(parts) - len(shown):,} smaller partitions are not shown." if len(
-        parts) > len(shown) else ""
-    out.append((
-        "Bytes per partition",
-        "Uneven partitions (skew) make some tasks much slower than others." + more,
-        bar_chart("partition-bytes", "Bytes per partition",
-                  [Bar(label=p, value=b, note=f"{n} files") for p, n, _, b in shown]),
-    ))
-    out.append((
-        "Rows per partition",
-        "Row counts of the same partitions.",
-        bar_chart("partition-rows", "Rows per partition",
-                  [Bar(label=p, value=r) for p, _, r, _ in shown], fmt="count", alt=True),
-    ))
+    more = (
+        f" The {len(parts) - len(shown):,} smaller partitions are not shown."
+        if len(parts) > len(shown)
+        else ""
+    )
+    out.append(
+        (
+            "Bytes per partition",
+            "Uneven partitions (skew) make some tasks much slower than others." + more,
+            bar_chart(
+                "partition-bytes",
+                "Bytes per partition",
+                [Bar(label=p, value=b, note=f"{n} files") for p, n, _, b in shown],
+            ),
+        )
+    )
+    out.append(
+        (
+            "Rows per partition",
+            "Row counts of the same partitions.",
+            bar_chart(
+                "partition-rows",
+                "Rows per partition",
+                [Bar(label=p, value=r) for p, _, r, _ in shown],
+                fmt="count",
+                alt=True,
+            ),
+        )
+    )
     columns = sorted(data.columns, key=lambda c: (-c.compressed, c.name))
-    out.append((
-        "Bytes per column",
-        "Stored (compressed) bytes of each column over all files, with its compression ratio "
-        "(decoded ÷ stored).",
-        bar_chart("column-bytes", "Stored bytes per column", [
-            Bar(label=c.name, value=c.compressed,
-                note=f"{c.uncompressed / c.compressed:.1f} ×" if c.compressed else "")
-            for c in columns
-        ]),
-    ))
+    out.append(
+        (
+            "Bytes per column",
+            "Stored (compressed) bytes of each column over all files, with its compression ratio "
+            "(decoded ÷ stored).",
+            bar_chart(
+                "column-bytes",
+                "Stored bytes per column",
+                [
+                    Bar(
+                        label=c.name,
+                        value=c.compressed,
+                        note=f"{c.uncompressed / c.compressed:.1f} x" if c.compressed else "",
+                    )
+                    for c in columns
+                ],
+            ),
+        )
+    )
     out.append(("Versions over time", *_versions_chart(data.versions)))
     return out
 
@@ -221,8 +246,7 @@ def _versions_chart(versions: Sequence[VersionInfo]) -> tuple[str, str]:
         if ordered
         else "This dataset keeps no version history."
     )
-    svg = line_chart("versions", "Rows after each version", points, x_labels=labels,
-                     y_label="rows")
+    svg = line_chart("versions", "Rows after each version", points, x_labels=labels, y_label="rows")
     return text, svg
 
 
@@ -238,9 +262,7 @@ figcaption{color:#555;font-size:.9rem;margin-bottom:.3rem}svg{max-width:100%;hei
 
 def _table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) -> str:
     head = "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>" if header else ""
-    body = "".join(
-        "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows
-    )
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table>{head}{body}</table>"
 
 
@@ -266,23 +288,39 @@ def render_html(data: ReportData) -> str:
         out.append('<p class="ok">No problems found.</p>')
     for heading, text, svg in _charts(data):
         slug = heading.lower().replace(" ", "-")
-        out.append(f'<h2 id="{slug}">{escape(heading)}</h2><figure>'
-                   f"<figcaption>{escape(text)}</figcaption>{svg}</figure>")
+        out.append(
+            f'<h2 id="{slug}">{escape(heading)}</h2><figure>'
+            f"<figcaption>{escape(text)}</figcaption>{svg}</figure>"
+        )
     out.append('<h2 id="schema">Schema</h2>')
     keys = set(data.partition_keys)
-    out.append(_table(
-        [(n, t, "partition key" if n in keys else ("indexed" if n in data.indices else ""))
-         for n, t in data.schema],
-        header=("column", "type", ""),
-    ))
+    out.append(
+        _table(
+            [
+                (n, t, "partition key" if n in keys else ("indexed" if n in data.indices else ""))
+                for n, t in data.schema
+            ],
+            header=("column", "type", ""),
+        )
+    )
     if data.versions:
         out.append('<h2 id="history">History</h2>')
-        out.append(_table(
-            [(str(v.number), v.time.isoformat(sep=" ") if v.time else "-", v.operation,
-              _opt(v.rows_added), _opt(v.rows_removed), _opt(v.files))
-             for v in sorted(data.versions, key=lambda v: v.number)],
-            header=("version", "time", "operation", "rows added", "rows removed", "files"),
-        ))
+        out.append(
+            _table(
+                [
+                    (
+                        str(v.number),
+                        v.time.isoformat(sep=" ") if v.time else "-",
+                        v.operation,
+                        _opt(v.rows_added),
+                        _opt(v.rows_removed),
+                        _opt(v.files),
+                    )
+                    for v in sorted(data.versions, key=lambda v: v.number)
+                ],
+                header=("version", "time", "operation", "rows added", "rows removed", "files"),
+            )
+        )
     out.append("</body></html>")
     return "\n".join(out)
 

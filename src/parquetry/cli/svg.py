@@ -108,9 +108,7 @@ def bar_chart(
             f'fill="{_ALT_FILL if alt else _BAR_FILL}" data-value="{_num(bar.value)}">'
             f"<title>{escape(bar.label)}: {escape(shown)}{escape(note)}</title></rect>"
         )
-        parts.append(
-            f'<text x="{label_w + w + 6:.1f}" y="{y + 12}">{escape(shown + note)}</text>'
-        )
+        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 12}">{escape(shown + note)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -154,8 +152,9 @@ def line_chart(
     )
     if points:
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
-        parts.append(f'<polyline points="{path}" fill="none" stroke="{_BAR_FILL}" '
-                     'stroke-width="2"/>')
+        parts.append(
+            f'<polyline points="{path}" fill="none" stroke="{_BAR_FILL}" stroke-width="2"/>'
+        )
     for (x, y), label in zip(points, x_labels, strict=False):
         parts.append(
             f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5" fill="{_ALT_FILL}" '

@@ -119,8 +119,7 @@ def _snapshot_info(store: Store, key: str, *, detail: bool) -> DatasetInfo:
         files=len(manifest.parts),
         partitions=1,
         last_commit=_time(manifest.created_at_utc),
-        schema=_snapshot_schema(store, key, manifest.parts[0]) if detail and manifest.parts
-        else (),
+        schema=_snapshot_schema(store, key, manifest.parts[0]) if detail and manifest.parts else (),
         metadata=meta,
     )
 
@@ -148,8 +147,12 @@ def _open(store: Store, uuid: str, version: int | None) -> Any:
 def _kartothek_files(ds: Any) -> list[FileRow]:
     plan = ds.plan(None)
     return [
-        FileRow(key=f.key, partition=f.label.rsplit("/", 1)[0] if "/" in f.label else "",
-                rows=f.rows, size=f.size)
+        FileRow(
+            key=f.key,
+            partition=f.label.rsplit("/", 1)[0] if "/" in f.label else "",
+            rows=f.rows,
+            size=f.size,
+        )
         for f in plan.files
     ]
 
@@ -200,13 +203,26 @@ def dataset_history(store: Store, ref: DatasetRef) -> list[VersionRow]:
     """Committed versions, oldest first; a snapshot has one implicit version (its write)."""
     if ref.kind == "snapshot":
         info = _snapshot_info(store, ref.name, detail=False)
-        return [VersionRow(number=1, time=info.last_commit, operation="write",
-                           rows_added=info.rows, files_added=info.files)]
+        return [
+            VersionRow(
+                number=1,
+                time=info.last_commit,
+                operation="write",
+                rows_added=info.rows,
+                files_added=info.files,
+            )
+        ]
     ds = _open(store, ref.name, None)
     return [
-        VersionRow(number=v.number, time=_time(v.committed_at), operation=v.operation,
-                   rows_added=v.rows_added, rows_removed=v.rows_removed,
-                   files_added=v.files_added, files_removed=v.files_removed)
+        VersionRow(
+            number=v.number,
+            time=_time(v.committed_at),
+            operation=v.operation,
+            rows_added=v.rows_added,
+            rows_removed=v.rows_removed,
+            files_added=v.files_added,
+            files_removed=v.files_removed,
+        )
         for v in sorted(ds.versions(), key=lambda v: v.number)
     ]
 

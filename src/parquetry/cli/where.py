@@ -64,8 +64,16 @@ MAX_CONJUNCTIONS = 256
 _KEYWORDS = frozenset(
     {"and", "or", "not", "in", "is", "null", "true", "false", "date", "timestamp", "decimal"}
 )
-_CMP_OPS = {"=": "==", "==": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">",
-            ">=": ">="}
+_CMP_OPS = {
+    "=": "==",
+    "==": "==",
+    "!=": "!=",
+    "<>": "!=",
+    "<": "<",
+    "<=": "<=",
+    ">": ">",
+    ">=": ">=",
+}
 _NEGATED = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
@@ -238,7 +246,7 @@ class _Parser:
 
     def parse(self) -> Expr:
         if self.tok.kind == "end":
-            raise self.error("expected a condition such as \"col = 1\"")
+            raise self.error('expected a condition such as "col = 1"')
         expr = self.or_expr()
         if self.tok.kind != "end":
             raise self.error("expected 'and', 'or' or the end of the expression")
@@ -269,7 +277,7 @@ class _Parser:
     def condition(self) -> Condition:
         if self.tok.kind not in ("ident", "qident"):
             if self.tok.kind == "keyword":
-                hint = f" (quote it as \"{self.tok.text}\" if it is a column)"
+                hint = f' (quote it as "{self.tok.text}" if it is a column)'
                 raise self.error(f"expected a column name{hint}")
             raise self.error("expected a column name")
         column = str(self.tok.value)
@@ -339,13 +347,17 @@ def _typed_literal(kind: str, text: str, parser: _Parser, tok: _Token) -> Scalar
         }
         raise WhereSyntaxError(
             f"invalid {kind} {text!r} (expected {formats[kind]})",
-            expression=parser.text, position=tok.pos,
+            expression=parser.text,
+            position=tok.pos,
         ) from None
 
 
 def _parse_timestamp(text: str) -> dt.datetime:
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?"
-                        r"(Z|[+-]\d{2}:?\d{2})?", text):
+    if not re.fullmatch(
+        r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?"
+        r"(Z|[+-]\d{2}:?\d{2})?",
+        text,
+    ):
         raise ValueError(text)
     value = dt.datetime.fromisoformat(text)
     # Timestamps in predicates are UTC; a literal without an offset already is.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -17,7 +18,7 @@ import pyarrow.dataset as pads
 from parquetry.dataset.arrowfs import arrow_filesystem
 from parquetry.dataset.commit import MAX_RETRIES, commit, now_iso, publish_pointer
 from parquetry.dataset.gc import GCReport, garbage_collect
-from parquetry.dataset.indices import IndexData, load_index
+from parquetry.dataset.indices import IndexLookup
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo, encode_document
 from parquetry.dataset.naming import (
     DEFAULT_TABLE,
@@ -69,7 +70,7 @@ class Dataset:
         self._foreign = state.foreign
         self._pointer_format = state.pointer_format
         self._open_requests = state.requests
-        self._indices: dict[str, IndexData] = {}
+        self._indices: dict[str, IndexLookup] = {}
         self._pv_cache: dict[tuple[str, str], Any] = {}
         self._values_of = partition_values_of(self._doc, self.schema, self._pv_cache)
 
@@ -82,8 +83,7 @@ class Dataset:
         if version is None:
             return cls(store, load_latest(store, uuid))
         doc = load_version(store, uuid, version)
-        state = LoadedState(doc=doc, number=version, foreign=False,
-                            pointer_format=None, requests=1)  # fmt: skip
+        state = LoadedState(doc=doc, number=version, foreign=False, pointer_format=None, requests=1)
         return cls(store, state)
 
     @staticmethod
@@ -133,8 +133,10 @@ class Dataset:
         return self._doc.version
 
     def __repr__(self) -> str:
-        return (f"Dataset({self.uuid!r}, version={self._number}, "
-                f"partitions={len(self._doc.partitions)}, store={self.store.url!r})")  # fmt: skip
+        return (
+            f"Dataset({self.uuid!r}, version={self._number}, "
+            f"partitions={len(self._doc.partitions)}, store={self.store.url!r})"
+        )
 
     def versions(self) -> list[VersionInfo]:
         """The retained history, oldest first (one GET per version)."""
@@ -181,16 +183,32 @@ class Dataset:
         validate_uuid(uuid)
         metadata_key(uuid, metadata_format)
         if cls.exists(store, uuid):
-            raise AlreadyExists(f"dataset {uuid!r} already exists in {store.url}",
-                                key=metadata_key(uuid))  # fmt: skip
+            raise AlreadyExists(
+                f"dataset {uuid!r} already exists in {store.url}", key=metadata_key(uuid)
+            )
         in_schema, batches = iter_input(data)
         schema = storage_schema(in_schema)
-        files = write_files(store, uuid, _Batches(in_schema, batches), partition_on=partition_on,
-                            secondary_indices=secondary_indices, write_options=write_options,
-                            schema=schema, table=table)  # fmt: skip
-        return cls._create_from_files(store, uuid, files, schema=schema, partition_on=partition_on,
-                                      secondary_indices=secondary_indices, metadata=metadata,
-                                      metadata_format=metadata_format, table=table)  # fmt: skip
+        files = write_files(
+            store,
+            uuid,
+            _Batches(in_schema, batches),
+            partition_on=partition_on,
+            secondary_indices=secondary_indices,
+            write_options=write_options,
+            schema=schema,
+            table=table,
+        )
+        return cls._create_from_files(
+            store,
+            uuid,
+            files,
+            schema=schema,
+            partition_on=partition_on,
+            secondary_indices=secondary_indices,
+            metadata=metadata,
+            metadata_format=metadata_format,
+            table=table,
+        )
 
     @classmethod
     def _create_from_files(
@@ -221,9 +239,18 @@ class Dataset:
             schema=schema,
             metadata_format=metadata_format,
         )
-        doc = apply_change(store, empty, number=0, parent=None, committed_at=now_iso(),
-                           operation=operation, schema=schema, add=files,
-                           new_indices=secondary_indices, metadata=user)  # fmt: skip
+        doc = apply_change(
+            store,
+            empty,
+            number=0,
+            parent=None,
+            committed_at=now_iso(),
+            operation=operation,
+            schema=schema,
+            add=files,
+            new_indices=secondary_indices,
+            metadata=user,
+        )
         data = encode_document(doc, "json")
         try:
             store.put(version_key(uuid, 0), data, mode=PutMode.CREATE)
@@ -234,8 +261,12 @@ class Dataset:
                 key=version_key(uuid, 0),
             ) from None
         publish_pointer(store, uuid, doc, data, 0, metadata_format)
-        return cls(store, LoadedState(doc=doc, number=0, foreign=False,
-                                      pointer_format=metadata_format, requests=0))  # fmt: skip
+        return cls(
+            store,
+            LoadedState(
+                doc=doc, number=0, foreign=False, pointer_format=metadata_format, requests=0
+            ),
+        )
 
     @classmethod
     def commit_files(
@@ -264,26 +295,46 @@ class Dataset:
         if mode == "create" or not cls.exists(store, uuid):
             if schema is None:
                 schema = _schema_from_files(store, files, partition_on)
-            return cls._create_from_files(store, uuid, files, schema=schema,
-                                          partition_on=partition_on,
-                                          secondary_indices=secondary_indices,
-                                          metadata=metadata, metadata_format=metadata_format,
-                                          table=files[0].table if files else DEFAULT_TABLE,
-                                          operation=operation)  # fmt: skip
+            return cls._create_from_files(
+                store,
+                uuid,
+                files,
+                schema=schema,
+                partition_on=partition_on,
+                secondary_indices=secondary_indices,
+                metadata=metadata,
+                metadata_format=metadata_format,
+                table=files[0].table if files else DEFAULT_TABLE,
+                operation=operation,
+            )
         ds = cls.open(store, uuid)
         if partition_on and tuple(partition_on) != ds.partition_keys:
-            raise InvalidArgument(f"dataset {uuid!r} is partitioned on {ds.partition_keys}, "
-                                  f"not {tuple(partition_on)}")  # fmt: skip
+            raise InvalidArgument(
+                f"dataset {uuid!r} is partitioned on {ds.partition_keys}, not {tuple(partition_on)}"
+            )
         everything = mode == "overwrite"
-        return ds._commit(files, remove_all=everything, operation=operation, metadata=metadata,
-                          new_indices=secondary_indices, max_retries=max_retries)  # fmt: skip
+        return ds._commit(
+            files,
+            remove_all=everything,
+            operation=operation,
+            metadata=metadata,
+            new_indices=secondary_indices,
+            max_retries=max_retries,
+        )
 
     # --- writing -------------------------------------------------------------------------
 
     def _write(self, data: Any, write_options: WriteOptions | None) -> list[FileDescription]:
-        return write_files(self.store, self.uuid, data, partition_on=self.partition_keys,
-                           secondary_indices=self.secondary_indices, write_options=write_options,
-                           schema=self.schema, table=self._doc.tables[0])  # fmt: skip
+        return write_files(
+            self.store,
+            self.uuid,
+            data,
+            partition_on=self.partition_keys,
+            secondary_indices=self.secondary_indices,
+            write_options=write_options,
+            schema=self.schema,
+            table=self._doc.tables[0],
+        )
 
     def _commit(
         self,
@@ -315,22 +366,43 @@ class Dataset:
                 )
             first_removed.append(remove)
             override = index_builder(base) if index_builder else None
-            return apply_change(self.store, base, number=number, parent=number - 1,
-                                committed_at=now_iso(), operation=operation, schema=schema,
-                                add=files, remove=remove, new_indices=new_indices,
-                                metadata=metadata, index_override=override)  # fmt: skip
+            return apply_change(
+                self.store,
+                base,
+                number=number,
+                parent=number - 1,
+                committed_at=now_iso(),
+                operation=operation,
+                schema=schema,
+                add=files,
+                remove=remove,
+                new_indices=new_indices,
+                metadata=metadata,
+                index_override=override,
+            )
 
         stale = None
         if self._foreign:
             # kartothek may have left a pointer of the other format beside the one we read.
             stale = "msgpack.zstd" if self._pointer_format == "json" else "json"
         fmt = self._pointer_format or self._doc.metadata_format
-        doc = commit(self.store, self.uuid, self._doc, self._number, make,
-                     max_retries=max_retries, pointer_format=fmt,
-                     stale_format=stale)  # fmt: skip
+        doc = commit(
+            self.store,
+            self.uuid,
+            self._doc,
+            self._number,
+            make,
+            max_retries=max_retries,
+            pointer_format=fmt,
+            stale_format=stale,
+        )
         assert doc.version is not None
-        return Dataset(self.store, LoadedState(doc=doc, number=doc.version.number, foreign=False,
-                                               pointer_format=fmt, requests=0))  # fmt: skip
+        return Dataset(
+            self.store,
+            LoadedState(
+                doc=doc, number=doc.version.number, foreign=False, pointer_format=fmt, requests=0
+            ),
+        )
 
     def append(self, data: Any, *, write_options: WriteOptions | None = None) -> Dataset:
         """Add ``data`` as new partitions (never conflicts with other appends)."""
@@ -362,37 +434,46 @@ class Dataset:
             raise InvalidArgument("a column named 'partition' cannot be indexed (kartothek)")
         from parquetry.dataset.indexbuild import index_builder
 
-        return self._commit([], operation="build_index", new_indices=[column],
-                            index_builder=index_builder(self.store, self.schema, column))  # fmt: skip
+        builder = index_builder(self.store, self.schema, column)
+        return self._commit(
+            [], operation="build_index", new_indices=[column], index_builder=builder
+        )
 
     # --- reading -------------------------------------------------------------------------
 
-    def _index(self, column: str) -> tuple[IndexData, bool]:
-        if column in self._indices:
-            return self._indices[column], False
-        t = normalise_type(self.schema.field(column).type)
-        idx = load_index(self.store, column, self._doc.indices[column], t)
-        self._indices[column] = idx
-        return idx, True
+    def _index(self, column: str) -> IndexLookup:
+        if column not in self._indices:
+            t = normalise_type(self.schema.field(column).type)
+            ref = self._doc.indices[column]
+            footer = self._doc.index_footers.get(column)
+            self._indices[column] = IndexLookup(self.store, column, ref, footer, t)
+        return self._indices[column]
 
     def plan(self, predicates: Any = None) -> ScanPlan:
         """The files to read for ``predicates`` (kartothek DNF) and why others are skipped."""
         dnf = validate_predicates(predicates, self.schema)
-        requests = self._open_requests
-        keys: list[str] = []
-        indices = {}
-        for col in sorted({lit.column for conj in dnf or () for lit in conj}):
-            if col in self._doc.indices:
-                indices[col], fetched = self._index(col)
-                if fetched and isinstance(self._doc.indices[col], str):
-                    requests += 1
-                    keys.append(self._doc.indices[col])
-        return make_plan(self._doc, self.schema, dnf, self._values_of, indices,
-                         version=self._number, requests=requests,
-                         request_keys=tuple(keys))  # fmt: skip
+        columns = sorted({lit.column for conj in dnf or () for lit in conj})
+        indices = {c: self._index(c) for c in columns if c in self._doc.indices}
+        before = {c: (ix.requests, len(ix.keys)) for c, ix in indices.items()}
+        plan = make_plan(
+            self._doc,
+            self.schema,
+            dnf,
+            self._values_of,
+            indices,
+            version=self._number,
+            requests=0,
+            request_keys=(),
+        )
+        keys = [k for c, ix in indices.items() for k in ix.keys[before[c][1] :]]
+        used = sum(ix.requests - before[c][0] for c, ix in indices.items())
+        return replace(plan, requests=self._open_requests + used, request_keys=tuple(keys))
 
-    def read_file(self, planned_file: PlannedFile, columns: Sequence[str] | None = None,
-                  ) -> pa.Table:  # fmt: skip
+    def read_file(
+        self,
+        planned_file: PlannedFile,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
         """One planned file with typed partition columns (schema = ``schema`` projected)."""
         self._check_columns(columns)
         return read_planned_file(self.store, self.schema, planned_file, columns=columns)
@@ -409,8 +490,9 @@ class Dataset:
         fcols = sorted({lit.column for conj in plan.predicates or () for lit in conj})
 
         def read(pf: PlannedFile) -> pa.Table:
-            return read_planned_file(self.store, self.schema, pf, columns=columns,
-                                     row_filter=expr, filter_columns=fcols)  # fmt: skip
+            return read_planned_file(
+                self.store, self.schema, pf, columns=columns, row_filter=expr, filter_columns=fcols
+            )
 
         chunk = 64
         for i in range(0, len(plan.files), chunk):
@@ -419,14 +501,19 @@ class Dataset:
     def read(self, *, columns: Sequence[str] | None = None, predicates: Any = None) -> pa.Table:
         """Rows of this version matching ``predicates``, projected to ``columns``."""
         tables = list(self._read_tables(columns, predicates))
-        target = self.schema if columns is None else pa.schema(
-            [self.schema.field(c) for c in columns])  # fmt: skip
+        target = (
+            self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+        )
         if not tables:
             return target.empty_table()
         return pa.concat_tables(tables)
 
-    def scan(self, *, columns: Sequence[str] | None = None, predicates: Any = None,
-             ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    def scan(
+        self,
+        *,
+        columns: Sequence[str] | None = None,
+        predicates: Any = None,
+    ) -> Iterator[pa.RecordBatch]:
         """Record batches of :meth:`read`, one file at a time (bounded memory)."""
         for table in self._read_tables(columns, predicates):
             yield from table.to_batches()
@@ -442,13 +529,20 @@ class Dataset:
                 expr = expr & (pads.field(k) == pa.scalar(v, type=self.schema.field(k).type))
             exprs.append(expr)
         return pads.FileSystemDataset.from_paths(
-            [root + pf.key for pf in plan.files], schema=self.schema,
-            format=pads.ParquetFileFormat(), filesystem=fs, partitions=exprs)  # fmt: skip
+            [root + pf.key for pf in plan.files],
+            schema=self.schema,
+            format=pads.ParquetFileFormat(),
+            filesystem=fs,
+            partitions=exprs,
+        )
 
     # --- maintenance ---------------------------------------------------------------------
 
-    def garbage_collect(self, *, retention: dt.timedelta | float = DEFAULT_RETENTION,
-                        ) -> GCReport:  # fmt: skip
+    def garbage_collect(
+        self,
+        *,
+        retention: dt.timedelta | float = DEFAULT_RETENTION,
+    ) -> GCReport:
         """Delete files no retained version needs (see :mod:`parquetry.dataset.gc`).
 
         ``retention`` (timedelta or seconds): versions current within this period stay

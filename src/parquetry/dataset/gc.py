@@ -74,9 +74,11 @@ def garbage_collect(
     expired: list[int] = []
     for i, n in enumerate(live):
         successor = docs[live[i + 1]] if i + 1 < len(live) else None
-        if successor is None or successor.version is None:
-            retained.append(n)
-        elif _parse_time(successor.version.committed_at) > cutoff:
+        if (
+            successor is None
+            or successor.version is None
+            or _parse_time(successor.version.committed_at) > cutoff
+        ):
             retained.append(n)
         else:
             expired.append(n)

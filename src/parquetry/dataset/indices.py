@@ -7,6 +7,7 @@ row per distinct non-null value. Index files are written under a new, unique key
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 from collections.abc import Iterable, Mapping
@@ -16,13 +17,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from parquetry.dataset.indexfile import INDEX_ROW_GROUP, IndexFooter, footer_of, ranged_table
 from parquetry.dataset.naming import index_key, parse_partition_value
 from parquetry.dataset.predicates import Literal, eval_array
 from parquetry.dataset.schema import normalise_type
 from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound
 from parquetry.store import PutMode, Store
 
-__all__ = ["IndexData", "build_pairs", "load_index", "merge_index", "write_index"]
+__all__ = [
+    "IndexData",
+    "IndexLookup",
+    "build_pairs",
+    "load_index",
+    "merge_index",
+    "write_index",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,10 +73,8 @@ def _from_table(column: str, table: pa.Table, key: str, t: pa.DataType | None) -
     # "item" (pyarrow <= 12) and "element" list naming both land here as list<string>.
     labels = labels.cast(pa.list_(pa.string()))
     if t is not None and values.type != t:
-        try:
+        with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
             values = values.cast(t)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
     return IndexData(column=column, values=values, labels=labels)
 
 
@@ -85,7 +92,9 @@ def load_index(
     try:
         data = store.get(ref)
     except NotFound:
-        raise MetadataCorrupted(f"index file {ref!r} of column {column!r} is missing", key=ref)
+        raise MetadataCorrupted(
+            f"index file {ref!r} of column {column!r} is missing", key=ref
+        ) from None
     try:
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowInvalid, OSError) as exc:
@@ -118,8 +127,9 @@ def merge_index(
         if old.column("value").type != t:
             old = old.set_column(0, "value", old.column("value").cast(t))
         parts.append(old)
-    pairs = pa.concat_tables([p.cast(pa.schema([("value", t), ("label", pa.string())]))
-                              for p in parts])  # fmt: skip
+    pairs = pa.concat_tables(
+        [p.cast(pa.schema([("value", t), ("label", pa.string())])) for p in parts]
+    )
     if removed_labels:
         keep = pc.invert(pc.is_in(pairs.column("label"), pa.array(list(removed_labels))))
         pairs = pairs.filter(keep)
@@ -132,20 +142,60 @@ def merge_index(
     )
 
 
-def write_index(store: Store, uuid: str, index: IndexData) -> str:
-    """Write ``index`` under a new unique key (create-if-absent) and return the key."""
+def write_index(store: Store, uuid: str, index: IndexData) -> IndexFooter:
+    """Write ``index`` sorted by value under a new unique key (create-if-absent)."""
     t = normalise_type(index.values.type)
     values = index.values.cast(t) if index.values.type != t else index.values
     table = pa.table({index.column: values, "partition": index.labels})
+    table = table.sort_by(index.column)
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="snappy", row_group_size=1 << 20)
+    pq.write_table(table, sink, compression="snappy", row_group_size=INDEX_ROW_GROUP)
     data = sink.getvalue()
     created = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     for _ in range(100):
         key = index_key(uuid, index.column, created)
         try:
             store.put(key, data, mode=PutMode.CREATE)
-            return key
+            return footer_of(key, data)
         except AlreadyExists:
             created += dt.timedelta(microseconds=1)
     raise MetadataCorrupted(f"could not find a free index file name for {index.column!r}")
+
+
+class IndexLookup:
+    """Answers index lookups for one column, by ranged reads when the footer is known.
+
+    ``requests`` / ``keys`` record the store requests made so far (for plans).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        column: str,
+        ref: str | Mapping[str, list[str]],
+        footer: IndexFooter | None,
+        t: pa.DataType,
+    ):
+        self.store, self.column, self.ref, self.t = store, column, ref, t
+        self.footer = footer if footer is not None and footer.key == ref else None
+        self.requests = 0
+        self.keys: list[str] = []
+        self._full: IndexData | None = None
+
+    def lookup(self, lit: Literal) -> set[str]:
+        if self._full is None and self.footer is not None:
+            got = ranged_table(self.store, self.footer, lit)
+            if got is not None:
+                table, used = got
+                self.requests += used
+                self.keys.extend([self.footer.key] * used)
+                return _from_table(self.column, table, self.footer.key, self.t).lookup(lit)
+        return self.full().lookup(lit)
+
+    def full(self) -> IndexData:
+        if self._full is None:
+            self._full = load_index(self.store, self.column, self.ref, self.t)
+            if isinstance(self.ref, str):
+                self.requests += 1
+                self.keys.append(self.ref)
+        return self._full

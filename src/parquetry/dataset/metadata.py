@@ -24,9 +24,10 @@ import msgpack
 import pyarrow as pa
 import zstandard
 
+from parquetry.dataset.indexfile import IndexFooter
 from parquetry.dataset.schema import schema_from_b64, schema_to_b64
 from parquetry.dataset.stats import ColumnStats
-from parquetry.errors import MetadataCorrupted
+from parquetry.errors import InvalidArgument, MetadataCorrupted
 
 __all__ = ["DatasetDocument", "FileInfo", "VersionInfo", "decode_document", "encode_document"]
 
@@ -78,7 +79,7 @@ class VersionInfo:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> VersionInfo:
-        return cls(**{k: doc[k] for k in doc if k in cls.__slots__})  # type: ignore[attr-defined]
+        return cls(**{k: doc[k] for k in doc if k in cls.__slots__})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +96,7 @@ class DatasetDocument:
     files: Mapping[str, FileInfo] = field(default_factory=dict)
     version: VersionInfo | None = None
     metadata_format: str = "json"
+    index_footers: Mapping[str, IndexFooter] = field(default_factory=dict)
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -119,6 +121,7 @@ class DatasetDocument:
                 "version": self.version.to_json(),
                 "metadata_format": self.metadata_format,
                 "files": {label: info.to_json() for label, info in self.files.items()},
+                "index_footers": {c: f.to_json() for c, f in self.index_footers.items()},
             }
         return out
 
@@ -147,12 +150,14 @@ class DatasetDocument:
         keys = doc.get("partition_keys")
         ext = doc.get(EXTENSION_KEY)
         schema = files = info = None
+        footers = {}
         fmt = metadata_format
         if isinstance(ext, dict) and ext.get("format") == EXTENSION_FORMAT:
             schema = schema_from_b64(ext["schema"])
             info = VersionInfo.from_json(ext["version"])
             files = {label: FileInfo.from_json(v) for label, v in ext["files"].items()}
             fmt = ext.get("metadata_format", metadata_format)
+            footers = {c: IndexFooter.from_json(f) for c, f in ext.get("index_footers", {}).items()}
         return cls(
             uuid=str(doc["dataset_uuid"]),
             partitions=partitions,
@@ -164,6 +169,7 @@ class DatasetDocument:
             files=files or {},
             version=info,
             metadata_format=fmt,
+            index_footers=footers,
         )
 
 
@@ -178,9 +184,14 @@ def _infer_keys(partitions: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
 def encode_document(doc: DatasetDocument, fmt: str = "json") -> bytes:
     """Bytes exactly as kartothek writes them (simplejson defaults / zstd msgpack)."""
     as_dict = doc.to_dict()
-    if fmt == "json":
-        return json.dumps(as_dict).encode("utf-8")
-    packed = msgpack.packb(as_dict, use_bin_type=True)
+    try:
+        if fmt == "json":
+            return json.dumps(as_dict).encode("utf-8")
+        packed = msgpack.packb(as_dict, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidArgument(
+            f"dataset {doc.uuid!r}: metadata cannot be stored as {fmt}: {exc}"
+        ) from None
     return bytes(zstandard.ZstdCompressor(write_content_size=True).compress(packed))
 
 

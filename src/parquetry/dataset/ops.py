@@ -86,9 +86,15 @@ def apply_change(
         partitions[fd.label] = {fd.table: fd.key}
         files[fd.label] = FileInfo(rows=fd.rows, size=fd.size, stats=fd.stats)
     indices: dict[str, Any] = dict(base.indices)
+    footers = {c: f for c, f in base.index_footers.items() if f.key == base.indices.get(c)}
+
+    def put(col: str, index: IndexData) -> None:
+        footers[col] = write_index(store, base.uuid, index)
+        indices[col] = footers[col].key
+
     for col in sorted(set(base.indices) | set(new_indices)):
         if index_override and col in index_override:
-            indices[col] = write_index(store, base.uuid, index_override[col])
+            put(col, index_override[col])
             continue
         if col not in base.indices and base.partitions:
             raise InvalidArgument(
@@ -99,13 +105,14 @@ def apply_change(
         t = normalise_type(schema.field(col).type)
         old = load_index(store, col, base.indices[col], t) if col in base.indices else None
         pairs = build_pairs(((fd.label, _file_index_values(store, fd, col)) for fd in add), t)
-        indices[col] = write_index(store, base.uuid, merge_index(col, old, pairs, set(remove), t))
+        put(col, merge_index(col, old, pairs, set(remove), t))
     meta = dict(base.metadata)
     meta.update(metadata or {})
     return base.evolve(
         partitions=partitions,
         files=files,
         indices=indices,
+        index_footers=footers,
         metadata=meta,
         explicit_partitions=True,
         schema=schema,
@@ -150,7 +157,9 @@ def labels_in_scope(
                     column=col,
                     op="==",
                 )
-        (conj,) = validate_predicates([[(c, "==", v) for c, v in scope.items()]], schema)
+        dnf = validate_predicates([[(c, "==", v) for c, v in scope.items()]], schema)
+        assert dnf is not None
+        (conj,) = dnf
         candidates = set(doc.partitions)
         for lit in conj:
             candidates &= _select(store, doc, lit, values_of, loaded)

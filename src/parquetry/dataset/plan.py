@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from parquetry.dataset.indices import IndexData
+from parquetry.dataset.indices import IndexLookup
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.predicates import DNF, Literal, eval_scalar, eval_stats
 from parquetry.dataset.stats import decode_stats
@@ -80,7 +80,7 @@ def make_plan(
     schema: pa.Schema,
     dnf: DNF | None,
     partition_values: Callable[[str], tuple[tuple[str, Any], ...]],
-    indices: Mapping[str, IndexData],
+    indices: Mapping[str, IndexLookup],
     *,
     version: int | None,
     requests: int,
@@ -127,7 +127,7 @@ def _conjunction(
     doc: DatasetDocument,
     schema: pa.Schema,
     partition_values: Callable[[str], tuple[tuple[str, Any], ...]],
-    indices: Mapping[str, IndexData],
+    indices: Mapping[str, IndexLookup],
     pruned: dict[str, PrunedPartition],
 ) -> set[str]:
     keys = set(doc.partition_keys)
@@ -137,8 +137,9 @@ def _conjunction(
             hits = indices[lit.column].lookup(lit)
             base = set(labels) if candidates is None else candidates
             for label in base - hits:
-                pruned.setdefault(label, PrunedPartition(label=label, reason=BY_INDEX,
-                                                         column=lit.column))  # fmt: skip
+                pruned.setdefault(
+                    label, PrunedPartition(label=label, reason=BY_INDEX, column=lit.column)
+                )
             candidates = base & hits
     current = labels if candidates is None else [x for x in labels if x in candidates]
     for lit in conj:
@@ -150,8 +151,9 @@ def _conjunction(
             if eval_scalar(lit, value):
                 kept.append(label)
             else:
-                pruned.setdefault(label, PrunedPartition(label=label, reason=BY_PARTITION,
-                                                         column=lit.column))  # fmt: skip
+                pruned.setdefault(
+                    label, PrunedPartition(label=label, reason=BY_PARTITION, column=lit.column)
+                )
         current = kept
     for lit in conj:
         if lit.column in keys:
@@ -164,7 +166,8 @@ def _conjunction(
             if st is None or eval_stats(lit, st[0], st[1], st[2], info.rows):  # type: ignore[union-attr]
                 kept.append(label)
             else:
-                pruned.setdefault(label, PrunedPartition(label=label, reason=BY_STATS,
-                                                         column=lit.column))  # fmt: skip
+                pruned.setdefault(
+                    label, PrunedPartition(label=label, reason=BY_STATS, column=lit.column)
+                )
         current = kept
     return set(current)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -204,8 +204,14 @@ def eval_array(lit: Literal, values: pa.Array) -> pa.Array:
         return pc.is_valid(values)
     if lit.op == "in":
         return pc.is_in(values, value_set=pa.array(list(lit.value), type=values.type))
-    fn = {"==": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
-          ">": pc.greater, ">=": pc.greater_equal}[lit.op]  # fmt: skip
+    fn = {
+        "==": pc.equal,
+        "!=": pc.not_equal,
+        "<": pc.less,
+        "<=": pc.less_equal,
+        ">": pc.greater,
+        ">=": pc.greater_equal,
+    }[lit.op]
     return pc.fill_null(fn(values, _scalar(lit.value, values.type)), False)
 
 
@@ -222,7 +228,7 @@ def eval_stats(lit: Literal, lo: Any, hi: Any, nulls: int, rows: int) -> bool:
         if lit.op == "==":
             return bool(lo <= lit.value <= hi)
         if lit.op == "!=":
-            return not (lo <= lit.value)
+            return not (lo == hi == lit.value)
         if lit.op == "in":
             return any(lo <= v <= hi for v in lit.value)
         if lit.op in ("<", "<="):
@@ -243,8 +249,14 @@ def _literal_expression(lit: Literal) -> pc.Expression:
             return pc.scalar(False)
         return field.isin(pa.array(list(lit.value), type=lit.type))
     value = _scalar(lit.value, lit.type)
-    ops = {"==": field.__eq__, "!=": field.__ne__, "<": field.__lt__, "<=": field.__le__,
-           ">": field.__gt__, ">=": field.__ge__}  # fmt: skip
+    ops = {
+        "==": field.__eq__,
+        "!=": field.__ne__,
+        "<": field.__lt__,
+        "<=": field.__le__,
+        ">": field.__gt__,
+        ">=": field.__ge__,
+    }
     expr: pc.Expression = ops[lit.op](value)
     return expr
 
@@ -284,12 +296,13 @@ def value_from_json(v: Any) -> Any:
         return [value_from_json(x) for x in v]
     if isinstance(v, dict):
         ((kind, text),) = v.items()
-        return {
-            "bytes": lambda s: base64.b64decode(s),
+        decoders: dict[str, Callable[[str], Any]] = {
+            "bytes": base64.b64decode,
             "decimal": Decimal,
             "datetime": dt.datetime.fromisoformat,
             "date": dt.date.fromisoformat,
-        }[kind](text)
+        }
+        return decoders[kind](text)
     return v
 
 

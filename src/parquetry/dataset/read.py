@@ -27,10 +27,10 @@ __all__ = ["read_planned_file"]
 def _cast_column(arr: pa.ChunkedArray, t: pa.DataType, name: str, key: str) -> pa.ChunkedArray:
     if arr.type == t:
         return arr
-    if pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(t):
-        if arr.type.tz is not None and t.tz is None:
-            # Old pyarrow wrote isAdjustedToUTC timestamps for naive data: same instant.
-            arr = arr.cast(pa.timestamp(arr.type.unit, tz="UTC")).cast(pa.timestamp(arr.type.unit))
+    utc_adjusted = pa.types.is_timestamp(arr.type) and arr.type.tz is not None
+    if utc_adjusted and pa.types.is_timestamp(t) and t.tz is None:
+        # Old pyarrow wrote isAdjustedToUTC timestamps for naive data: same instant.
+        arr = arr.cast(pa.timestamp(arr.type.unit, tz="UTC")).cast(pa.timestamp(arr.type.unit))
     try:
         return arr.cast(t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

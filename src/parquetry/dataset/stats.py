@@ -25,7 +25,7 @@ ColumnStats = list[Any]
 
 
 def _supported(t: pa.DataType) -> bool:
-    return (
+    return bool(
         pa.types.is_integer(t)
         or pa.types.is_floating(t)
         or pa.types.is_boolean(t)

@@ -150,16 +150,16 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
     doc, fmt, requests = read_pointer(store, uuid)
     if doc.version is None:
         doc, extra = _complete_foreign(store, doc)
-        return LoadedState(doc=doc, number=-1, foreign=True, pointer_format=fmt,
-                           requests=requests + extra)  # fmt: skip
+        return LoadedState(
+            doc=doc, number=-1, foreign=True, pointer_format=fmt, requests=requests + extra
+        )
     number = doc.version.number
     if probe:
         newer, newest, extra = roll_forward(store, uuid, number)
         requests += extra
         if newer is not None:
             doc, number = newer, newest
-    return LoadedState(doc=doc, number=number, foreign=False, pointer_format=fmt,
-                       requests=requests)  # fmt: skip
+    return LoadedState(doc=doc, number=number, foreign=False, pointer_format=fmt, requests=requests)
 
 
 def tombstone_bytes(number: int, expired_at: str) -> bytes:

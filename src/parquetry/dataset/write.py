@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,30 +116,24 @@ def iter_input(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
         return reader.schema, iter(reader)
     if isinstance(data, Iterable) and not isinstance(data, str | bytes | dict):
         it = iter(data)
-        for first in it:
-            if isinstance(first, pa.Table):
-                batches = first.to_batches()
-
-                def chain() -> Iterator[pa.RecordBatch]:
-                    yield from batches
-                    for item in it:
-                        yield from (item.to_batches() if isinstance(item, pa.Table) else [item])
-
-                return first.schema, chain()
-            if isinstance(first, pa.RecordBatch):
-
-                def chain2() -> Iterator[pa.RecordBatch]:
-                    yield first
-                    for item in it:
-                        yield from (item.to_batches() if isinstance(item, pa.Table) else [item])
-
-                return first.schema, chain2()
+        first = next(it, None)
+        if first is None:
+            raise InvalidArgument("cannot infer a schema from an empty iterable of batches")
+        if not isinstance(first, pa.Table | pa.RecordBatch):
             raise InvalidArgument(f"cannot write items of type {type(first).__name__}")
-        raise InvalidArgument("cannot infer a schema from an empty iterable of batches")
+        return first.schema, _chain(first, it)
     raise InvalidArgument(
         f"cannot write data of type {type(data).__name__}: pass a pyarrow Table, RecordBatch, "
         "RecordBatchReader, an iterable of batches or an object with __arrow_c_stream__"
     )
+
+
+def _chain(first: pa.Table | pa.RecordBatch, rest: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+    yield from (first.to_batches() if isinstance(first, pa.Table) else [first])
+    for item in rest:
+        if not isinstance(item, pa.Table | pa.RecordBatch):
+            raise InvalidArgument(f"cannot write items of type {type(item).__name__}")
+        yield from (item.to_batches() if isinstance(item, pa.Table) else [item])
 
 
 def _check_columns(schema: pa.Schema, partition_on: Sequence[str], indices: Sequence[str]) -> None:
@@ -159,7 +154,12 @@ class _FileWriter:
         self, store: Store, uuid: str, table: str, indices: Sequence[str], opts: WriteOptions
     ):
         self.store, self.uuid, self.table, self.indices, self.opts = (
-            store, uuid, table, indices, opts)  # fmt: skip
+            store,
+            uuid,
+            table,
+            indices,
+            opts,
+        )
 
     def write(self, data: pa.Table, partition: tuple[tuple[str, Any], ...]) -> FileDescription:
         label = make_label(partition, new_base_label())
@@ -168,8 +168,9 @@ class _FileWriter:
         pq.write_table(data, sink, **self.opts.writer_kwargs(data.schema), **_rg(self.opts))
         payload = sink.getvalue()
         self.store.put(key, payload, mode=PutMode.CREATE)
-        ivals = {c: pc.unique(data.column(c).combine_chunks().drop_null()).sort()
-                 for c in self.indices}  # fmt: skip
+        ivals = {
+            c: pc.unique(data.column(c).combine_chunks().drop_null()).sort() for c in self.indices
+        }
         return FileDescription(
             table=self.table,
             key=key,
@@ -186,7 +187,9 @@ def _rg(opts: WriteOptions) -> dict[str, Any]:
     return {"row_group_size": opts.row_group_size} if opts.row_group_size else {}
 
 
-def _split(table: pa.Table, keys: Sequence[str]) -> list[tuple[tuple[tuple[str, Any], ...], pa.Table]]:
+def _split(
+    table: pa.Table, keys: Sequence[str]
+) -> list[tuple[tuple[tuple[str, Any], ...], pa.Table]]:
     """Split ``table`` into runs of equal partition values (partition columns dropped)."""
     for k in keys:
         if table.column(k).null_count:
@@ -208,7 +211,7 @@ def _split(table: pa.Table, keys: Sequence[str]) -> list[tuple[tuple[tuple[str, 
     payload = table.drop_columns(list(keys))
     key_cols = [table.column(k) for k in keys]
     out = []
-    for s, e in zip(bounds[:-1], bounds[1:], strict=True):
+    for s, e in itertools.pairwise(bounds):
         partition = tuple((k, c[s].as_py()) for k, c in zip(keys, key_cols, strict=True))
         out.append((partition, payload.slice(s, e - s)))
     return out
@@ -264,11 +267,14 @@ def write_files(
         if partition_on:
             runs = _split(tbl, partition_on)
         else:
-            runs = [((), tbl.slice(s, MAX_ROWS_PER_FILE))
-                    for s in range(0, tbl.num_rows, MAX_ROWS_PER_FILE)]  # fmt: skip
+            runs = [
+                ((), tbl.slice(s, MAX_ROWS_PER_FILE))
+                for s in range(0, tbl.num_rows, MAX_ROWS_PER_FILE)
+            ]
         runs = [(p, t) for p, t in runs if t.num_rows]
-        out.extend(store.map_concurrent(lambda r: writer.write(r[1], r[0]), runs,
-                                        max_workers=max_workers))  # fmt: skip
+        out.extend(
+            store.map_concurrent(lambda r: writer.write(r[1], r[0]), runs, max_workers=max_workers)
+        )
 
     for batch in batches:
         if batch.num_rows == 0:

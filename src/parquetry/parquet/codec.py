@@ -9,19 +9,23 @@ and :class:`~parquetry.parquet.stream.ParquetStreamWriter` for bounded-memory st
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import IO, Any
+from collections.abc import Iterable
+from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from parquetry.errors import InvalidFormat, ParquetryError
+from parquetry.errors import ParquetryError
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import Source, open_parquet, read_failure
 from parquetry.parquet.options import WriteOptions
 from parquetry.parquet.records import CompiledSchema, no_gc
 from parquetry.parquet.schema import ParquetCompression, ParquetSchema
 from parquetry.parquet.stats import FileStats, compute_stats
+from parquetry.parquet.stream import ParquetStreamWriter
+
+if TYPE_CHECKING:
+    from parquetry.store.base import Store
 
 __all__ = ["ParquetCodec"]
 
@@ -67,16 +71,17 @@ class ParquetCodec:
         self._stats: FileStats | None = None
 
     def __repr__(self) -> str:
-        return f"ParquetCodec(fields={list(self.schema.names)!r}, compression={self.options.compression!r})"
+        fields = list(self.schema.names)
+        return f"ParquetCodec(fields={fields!r}, compression={self.options.compression!r})"
 
     # --- encode -----------------------------------------------------------------------------
 
-    def to_table(self, records: Sequence[Any], base_index: int = 0) -> pa.Table:
+    def to_table(self, records: Iterable[Any], base_index: int = 0) -> pa.Table:
         """Validate and convert records to an Arrow table of the schema (no file written)."""
         with no_gc():
             return self.compiled.table(records, base_index)
 
-    def encode(self, sink: IO[bytes] | Any, records: Sequence[Any]) -> None:
+    def encode(self, sink: IO[bytes] | Any, records: Iterable[Any]) -> None:
         """Write one complete Parquet file of ``records`` to a binary ``sink``.
 
         Nothing is written to ``sink`` unless every record is valid; :meth:`file_stats`
@@ -88,13 +93,14 @@ class ParquetCodec:
         sink.write(data)
         self._stats = compute_stats(self.schema.fields, table)
 
-    def encode_bytes(self, records: Sequence[Any]) -> bytes:
+    def encode_bytes(self, records: Iterable[Any]) -> bytes:
         """:meth:`encode` into bytes."""
         self._stats = None
         table = self.to_table(records)
         data = self._write(table)
         self._stats = compute_stats(self.schema.fields, table)
-        return data.to_pybytes()
+        encoded: bytes = data.to_pybytes()
+        return encoded
 
     def _write(self, table: pa.Table) -> pa.Buffer:
         options = self.options
@@ -138,6 +144,23 @@ class ParquetCodec:
         table, name = self._read(source)
         with no_gc():
             return self.compiled.records(table, name)
+
+    def stream_writer(
+        self,
+        sink: IO[bytes] | Any | None = None,
+        *,
+        store: Store | None = None,
+        key: str | None = None,
+    ) -> ParquetStreamWriter:
+        """A :class:`ParquetStreamWriter` with this codec's schema and options.
+
+        Unlike Lode (whose Parquet codec raises ``ErrCodecNotStreamable``), records stream
+        row group by row group; :class:`CodecNotStreamable` is raised only for a sink that
+        cannot be written to.
+        """
+        return ParquetStreamWriter(
+            sink, schema=self.schema, options=self.options, store=store, key=key
+        )
 
     def with_options(self, options: WriteOptions) -> ParquetCodec:
         """The same schema with other write options."""

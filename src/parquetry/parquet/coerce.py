@@ -43,7 +43,7 @@ from parquetry.parquet.schema import ParquetType
 
 __all__ = ["Rejected", "coercer_for", "UTC", "EPOCH"]
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = dt.timedelta(microseconds=1)
 FLOAT_EXACT_LIMIT = 2**53
@@ -57,7 +57,7 @@ _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _DECIMAL_CONTEXT = decimal.Context(prec=200, traps=[decimal.InvalidOperation])
 
 
-class Rejected(Exception):  # noqa: N818 - internal signal, turned into SchemaViolation
+class Rejected(Exception):
     """A value does not fit; ``reason`` says why (never includes the whole record)."""
 
     def __init__(self, reason: str):
@@ -241,7 +241,8 @@ def coercer_for(ptype: ParquetType) -> Callable[[Any], Any]:
     if kind in ("float32", "float64"):
         return _float_coercer(int(kind[5:]))
     if kind == "decimal":
-        assert ptype.precision is not None and ptype.scale is not None
+        assert ptype.precision is not None
+        assert ptype.scale is not None
         return _decimal_coercer(ptype.precision, ptype.scale)
     simple: dict[str, Callable[[Any], Any]] = {
         "string": coerce_string,

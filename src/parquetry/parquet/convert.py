@@ -44,9 +44,7 @@ _FAST_TYPES: dict[str, frozenset[type]] = {
 
 # Strings the Arrow ISO-8601 cast parses the same way as the RFC 3339 rule (≤ 6 fraction
 # digits, upper-case T and Z); other strings take the per-value path.
-_FAST_RFC3339 = (
-    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-](0\d|1\d|2[0-3]):[0-5]\d)$"
-)
+_FAST_RFC3339 = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-](0\d|1\d|2[0-3]):[0-5]\d)$"
 
 
 @dataclass(frozen=True, slots=True)

@@ -130,7 +130,9 @@ class EncryptionSettings:
         }
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any], *, kms: KmsClient | None = None) -> EncryptionSettings:
+    def from_json(
+        cls, doc: Mapping[str, Any], *, kms: KmsClient | None = None
+    ) -> EncryptionSettings:
         return cls(
             footer_key=doc["footer_key"],
             column_keys=tuple((k, tuple(v)) for k, v in doc.get("column_keys", {}).items()),

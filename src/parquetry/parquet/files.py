@@ -7,13 +7,14 @@ never a raw pyarrow error (or a process abort, see :mod:`parquetry.parquet.foote
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from parquetry.errors import EncryptionError, InvalidFormat
+from parquetry.errors import EncryptionError, InvalidFormat, SchemaViolation
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.footer import RawFooter, footer_from_bytes, footer_from_file
 from parquetry.parquet.options import WriteOptions
@@ -31,15 +32,15 @@ __all__ = [
     "write_table_to_sink",
 ]
 
-Source = bytes | bytearray | memoryview | IO[bytes]
+Source = bytes | bytearray | memoryview | IO[bytes] | io.RawIOBase
 _READ_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError)
 
 
-def _as_file(source: Source) -> tuple[IO[bytes], RawFooter, str]:
+def _as_file(source: Source) -> tuple[Any, RawFooter, str]:
     if isinstance(source, bytes | bytearray | memoryview):
         name = "<bytes>"
         raw = footer_from_bytes(source, name)
-        return pa.BufferReader(source), raw, name  # type: ignore[return-value]
+        return pa.BufferReader(source), raw, name
     name = str(getattr(source, "key", None) or getattr(source, "name", "<file>"))
     if not (hasattr(source, "seek") and hasattr(source, "read")):
         raise InvalidFormat(f"{name}: expected bytes or a seekable binary file", key=name)
@@ -146,14 +147,20 @@ def write_table_to_sink(table: pa.Table, sink: Any, options: WriteOptions | None
     """Write ``table`` as one Parquet file to a path-less binary sink or pyarrow stream."""
     opts = options or WriteOptions()
     kwargs = opts.writer_kwargs(table.schema, sample=table)
-    pq.write_table(table, sink, row_group_size=opts.row_group_size, **kwargs)
+    try:
+        pq.write_table(table, sink, row_group_size=opts.row_group_size, **kwargs)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        # e.g. nanoseconds that µs timestamps would truncate: refuse, never drop silently.
+        detail = str(exc).splitlines()[0][:300]
+        raise SchemaViolation(f"cannot write the table as Parquet: {detail}") from None
 
 
 def write_table_bytes(table: pa.Table, options: WriteOptions | None = None) -> bytes:
     """One Parquet file holding ``table``, as bytes."""
     sink = pa.BufferOutputStream()
     write_table_to_sink(table, sink, options)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def write_table_to_store(
@@ -172,7 +179,7 @@ def write_table_to_store(
     write_table_to_sink(table, sink, options)
     return store.put(
         key,
-        memoryview(sink.getvalue()),
+        memoryview(sink.getvalue()).cast("B"),
         mode=mode or PutMode.OVERWRITE,
         expected_version=expected_version,
     )

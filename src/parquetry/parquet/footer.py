@@ -81,7 +81,9 @@ class RawFooter:
         return tuple(found.values())
 
 
-def _encrypted_column(chunk: dict[int, Any], paths: list[str], position: int) -> EncryptedColumn | None:
+def _encrypted_column(
+    chunk: dict[int, Any], paths: list[str], position: int
+) -> EncryptedColumn | None:
     crypto = chunk.get(8)
     if crypto is None and 9 not in chunk:
         return None
@@ -114,7 +116,7 @@ def leaf_paths(elements: list[dict[int, Any]]) -> list[str]:
         element = elements[index]
         children = element.get(5, 0)
         name = element.get(4, b"").decode("utf-8", "replace")
-        here = prefix + (name,) if index else prefix
+        here = (*prefix, name) if index else prefix
         index += 1
         if not children:
             paths.append(".".join(here))
@@ -180,7 +182,7 @@ def footer_from_bytes(data: bytes | bytearray | memoryview, name: str = "<bytes>
     return _read_tail(lambda s, e: bytes(view[s:e]), len(view), name)
 
 
-def footer_from_file(file: IO[bytes], name: str = "<file>") -> RawFooter:
+def footer_from_file(file: IO[bytes] | io.RawIOBase, name: str = "<file>") -> RawFooter:
     """Parse the footer of a seekable binary file; the position is restored."""
     position = file.tell()
     try:
@@ -188,7 +190,7 @@ def footer_from_file(file: IO[bytes], name: str = "<file>") -> RawFooter:
 
         def fetch(start: int, end: int) -> bytes:
             file.seek(start)
-            return file.read(end - start)
+            return file.read(end - start) or b""
 
         return _read_tail(fetch, size, name)
     finally:

@@ -92,7 +92,9 @@ class WriteOptions:
         if self.row_group_size is not None and self.row_group_size <= 0:
             raise InvalidArgument(f"row_group_size must be positive, got {self.row_group_size}")
         if isinstance(self.dictionary, str) and self.dictionary != "auto":
-            raise InvalidArgument(f"dictionary must be 'auto', a bool or columns, got {self.dictionary!r}")
+            raise InvalidArgument(
+                f"dictionary must be 'auto', a bool or columns, got {self.dictionary!r}"
+            )
         if isinstance(self.dictionary, list):
             object.__setattr__(self, "dictionary", tuple(self.dictionary))
         if not 0 < self.dictionary_max_ratio <= 1:
@@ -101,7 +103,7 @@ class WriteOptions:
             if order not in ("ascending", "descending"):
                 raise InvalidArgument(f"sort order of {column!r} must be ascending or descending")
         if self.data_page_version not in ("1.0", "2.0"):
-            raise InvalidArgument(f"data_page_version must be '1.0' or '2.0'")
+            raise InvalidArgument("data_page_version must be '1.0' or '2.0'")
 
     # --- pyarrow arguments ------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 __all__ = ["column_values", "row_builder"]
 
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 _US_PER_HOUR = 3_600_000_000
 _US_PER_MINUTE = 60_000_000
 _US_PER_SECOND = 1_000_000
@@ -52,7 +52,8 @@ def _utc_datetimes(array: pa.Array) -> list[Any]:
     state[:, 8] = (micro >> 8) & 0xFF
     state[:, 9] = micro & 0xFF
     states = state.view("V10").ravel().tolist()
-    values: list[Any] = list(map(dt.datetime, states, itertools.repeat(_UTC, len(states))))
+    make: Any = dt.datetime  # the (state bytes, tzinfo) form is the unpickling constructor
+    values: list[Any] = list(map(make, states, itertools.repeat(_UTC, len(states))))
     if array.null_count:
         for position in np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False)):
             values[position] = None
@@ -80,5 +81,5 @@ def row_builder(names: Sequence[str]) -> Callable[[list[list[Any]]], list[dict[s
         f"lambda columns: [{{{entries}}} for {', '.join(variables)}"
         f"{',' if len(variables) == 1 else ''} in zip(*columns)]"
     )
-    builder: Callable[[list[list[Any]]], list[dict[str, Any]]] = eval(source, {"zip": zip})  # noqa: S307
+    builder: Callable[[list[list[Any]]], list[dict[str, Any]]] = eval(source, {"zip": zip})
     return builder

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import itemgetter
@@ -48,10 +48,14 @@ class CompiledSchema:
 
     # --- encode -----------------------------------------------------------------------------
 
-    def table(self, records: Sequence[Any], base_index: int = 0) -> pa.Table:
+    def table(self, records: Iterable[Any], base_index: int = 0) -> pa.Table:
         """Validate and convert records to a table; SchemaViolation names index and field."""
+        if isinstance(records, str | bytes | Mapping) or not isinstance(records, Iterable):
+            raise SchemaViolation(
+                f"records must be a list of mappings, got {type(records).__name__}"
+            )
         if not isinstance(records, list | tuple):
-            raise SchemaViolation(f"records must be a list of mappings, got {type(records).__name__}")
+            records = list(records)
         _check_mappings(records, base_index)
         arrays = []
         for converter in self.converters:
@@ -111,9 +115,7 @@ def _raise_null(records: Sequence[Any], array: pa.Array, name: str, base_index: 
     )
 
 
-def _cast(
-    column: pa.ChunkedArray, target: pa.DataType, field: str, name: str
-) -> pa.ChunkedArray:
+def _cast(column: pa.ChunkedArray, target: pa.DataType, field: str, name: str) -> pa.ChunkedArray:
     source = column.type
     if source == target:
         return column

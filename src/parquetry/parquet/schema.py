@@ -59,7 +59,7 @@ class ParquetType:
     DATE: ClassVar[ParquetType]
 
     @staticmethod
-    def DECIMAL(precision: int, scale: int = 0) -> ParquetType:  # noqa: N802 - reads like a constant
+    def DECIMAL(precision: int, scale: int = 0) -> ParquetType:
         """A fixed-point decimal with ``precision`` digits, ``scale`` of them after the point."""
         decimal_type = ParquetType("decimal", precision, scale)
         decimal_type.validate()

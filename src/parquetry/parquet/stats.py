@@ -23,7 +23,7 @@ from parquetry.parquet.schema import ParquetField, ParquetType
 
 __all__ = ["ColumnStats", "FileStats", "compute_stats"]
 
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

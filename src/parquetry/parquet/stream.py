@@ -12,16 +12,17 @@ process does not hold the file in its heap.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from parquetry.errors import InvalidArgument, ParquetryError, SchemaViolation
+from parquetry.errors import CodecNotStreamable, InvalidArgument, ParquetryError, SchemaViolation
 from parquetry.parquet.options import WriteOptions
 from parquetry.parquet.records import CompiledSchema, no_gc
 from parquetry.parquet.schema import ParquetSchema
@@ -62,6 +63,11 @@ class ParquetStreamWriter:
     ):
         if (sink is None) == (store is None) or (store is not None and not key):
             raise InvalidArgument("give either a sink, or a store and a key")
+        if sink is not None and not callable(getattr(sink, "write", None)):
+            raise CodecNotStreamable(
+                f"cannot stream Parquet into a {type(sink).__name__}: it needs a binary sink "
+                "with write(), or a store and a key"
+            )
         self.options = options or WriteOptions()
         if isinstance(schema, ParquetSchema):
             self._compiled: CompiledSchema | None = CompiledSchema.compile(schema)
@@ -71,7 +77,8 @@ class ParquetStreamWriter:
             self.arrow_schema = schema
         self.row_group_size = self.options.row_group_size or DEFAULT_STREAM_ROW_GROUP
         self._store, self._key, self._mode = store, key, mode
-        self._spool = tempfile.TemporaryFile() if store is not None else None
+        # Closed by close()/abort(), not by a with block: it lives as long as the writer.
+        self._spool = tempfile.TemporaryFile() if store is not None else None  # noqa: SIM115
         self._sink = self._spool if self._spool is not None else sink
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.Table] = []
@@ -84,7 +91,7 @@ class ParquetStreamWriter:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def write(self, data: Sequence[Any] | pa.RecordBatch | pa.Table) -> None:
+    def write(self, data: Iterable[Any] | pa.RecordBatch | pa.Table) -> None:
         """Append records (mappings; needs a ParquetSchema) or an Arrow batch/table."""
         if self.closed:
             raise InvalidArgument("the stream writer is closed")
@@ -96,7 +103,7 @@ class ParquetStreamWriter:
         while self._pending_rows >= self.row_group_size:
             self._flush(self.row_group_size)
 
-    def _as_table(self, data: Sequence[Any] | pa.RecordBatch | pa.Table) -> pa.Table:
+    def _as_table(self, data: Iterable[Any] | pa.RecordBatch | pa.Table) -> pa.Table:
         base = self.rows_written + self._pending_rows
         if isinstance(data, pa.RecordBatch | pa.Table):
             table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
@@ -148,7 +155,9 @@ class ParquetStreamWriter:
     def _upload(self) -> ObjectMeta:
         from parquetry.store.base import PutMode
 
-        assert self._spool is not None and self._store is not None and self._key is not None
+        assert self._spool is not None
+        assert self._store is not None
+        assert self._key is not None
         self._spool.flush()
         with mmap.mmap(self._spool.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             view = memoryview(mapped)
@@ -161,10 +170,9 @@ class ParquetStreamWriter:
         """Stop without a footer; nothing is uploaded."""
         self.closed = True
         if self._writer is not None:
-            try:
+            # The file is abandoned anyway: a failure to close it changes nothing.
+            with contextlib.suppress(ParquetryError, pa.ArrowException, OSError):
                 self._writer.close()
-            except (ParquetryError, pa.ArrowException, OSError):
-                pass  # the file is abandoned anyway
         self._discard_spool()
 
     def _discard_spool(self) -> None:
@@ -175,9 +183,12 @@ class ParquetStreamWriter:
     def stats(self) -> FileStats | None:
         """Statistics of the rows written so far (ParquetSchema streams only)."""
         if self._stats is None and self._compiled is not None:
-            return FileStats(row_count=0, columns=compute_stats(
-                self._compiled.schema.fields, self._compiled.arrow_schema.empty_table()
-            ).columns)
+            return FileStats(
+                row_count=0,
+                columns=compute_stats(
+                    self._compiled.schema.fields, self._compiled.arrow_schema.empty_table()
+                ).columns,
+            )
         return self._stats
 
     def __enter__(self) -> ParquetStreamWriter:

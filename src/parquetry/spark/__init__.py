@@ -5,7 +5,15 @@ pyspark is imported only inside this package.
 
 from __future__ import annotations
 
+from parquetry.spark.helpers import dnf_to_column, read_dataset, write_dataset
 from parquetry.spark.session import local_session
 from parquetry.spark.source import ParquetryDataSource, register
 
-__all__ = ["ParquetryDataSource", "local_session", "register"]
+__all__ = [
+    "ParquetryDataSource",
+    "dnf_to_column",
+    "local_session",
+    "read_dataset",
+    "register",
+    "write_dataset",
+]

@@ -58,6 +58,7 @@ class SourceOptions:
     max_tasks: int | None = None
     rows_per_file: int = 4_000_000
     compression: str = "zstd"
+    trace_reads: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -104,6 +105,7 @@ class SourceOptions:
             max_tasks=_int(opts, "max_tasks", None),
             rows_per_file=rows_per_file or 4_000_000,
             compression=opts.get("compression", "zstd"),
+            trace_reads=opts.get("trace_reads") or None,
         )
 
     def open_store(self) -> Store:
@@ -129,6 +131,7 @@ class SourceOptions:
             "version": None if self.version is None else str(self.version),
             "run_id": self.run_id,
             "max_tasks": None if self.max_tasks is None else str(self.max_tasks),
+            "trace_reads": self.trace_reads,
         }
         out.update({k: v for k, v in optional.items() if v})
         out.update(

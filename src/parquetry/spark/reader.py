@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,6 +96,14 @@ def source_arrow_schema(options: SourceOptions) -> pa.Schema:
     return _open_dataset(options, options.version).schema
 
 
+def _trace(directory: str, task: FileTask) -> None:
+    """Debugging aid (option ``trace_reads``): record the keys a task reads in a local file."""
+    keys = [f if isinstance(f, str) else f.key for f in task.files]
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"{uuid.uuid4().hex}.txt"), "w", encoding="utf-8") as out:
+        out.write("\n".join(keys))
+
+
 class ParquetryReader(DataSourceReader):
     """Reads every planned file; Spark applies all filters itself."""
 
@@ -124,6 +133,8 @@ class ParquetryReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         task: FileTask = partition.value
+        if self.options.trace_reads:
+            _trace(self.options.trace_reads, task)
         columns = list(self.arrow_schema.names)
         if self.options.layout == "snapshot":
             store = self.options.open_store()

@@ -193,14 +193,29 @@ def cast_to_spark(table: pa.Table, target: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=target)
 
 
+def _storable(arrow_type: pa.DataType) -> pa.DataType:
+    if pat.is_timestamp(arrow_type) and arrow_type.tz not in (None, "UTC"):
+        return pa.timestamp(arrow_type.unit, tz="UTC")
+    if pat.is_list(arrow_type):
+        return pa.list_(_storable_field(arrow_type.value_field))
+    if pat.is_map(arrow_type):
+        return pa.map_(arrow_type.key_field, _storable_field(arrow_type.item_field))
+    if pat.is_struct(arrow_type):
+        return pa.struct(
+            [_storable_field(arrow_type.field(i)) for i in range(arrow_type.num_fields)]
+        )
+    return arrow_type
+
+
+def _storable_field(field: pa.Field) -> pa.Field:
+    return field.with_type(_storable(field.type)).with_nullable(True)
+
+
 def utc_schema(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with every zoned timestamp stored in UTC (what parquetry writes)."""
-    fields = [
-        field.with_type(pa.timestamp(field.type.unit, tz="UTC"))
-        if pat.is_timestamp(field.type) and field.type.tz not in (None, "UTC")
-        else field
-        for field in schema
-    ]
+    """The schema parquetry stores for data Spark hands over: zoned timestamps in UTC, and
+    nested fields nullable (Spark marks a struct's children non-null even where the struct
+    itself is null, which Parquet writers reject)."""
+    fields = [field.with_type(_storable(field.type)) for field in schema]
     return pa.schema(fields, metadata=schema.metadata)
 
 

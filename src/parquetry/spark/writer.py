@@ -18,6 +18,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from parquetry.dataset import FileDescription
 from parquetry.parquet import WriteOptions
 from parquetry.spark.options import SourceOptions
 from parquetry.spark.types import normalize_written, spark_to_arrow_schema, utc_schema
@@ -49,6 +50,9 @@ class SnapshotWriteMessage(WriterCommitMessage):
     parts: tuple[str, ...]
 
 
+CHUNK_BYTES = 256 << 20
+
+
 def _task_identity() -> tuple[int, int]:
     context = TaskContext.get()
     if context is None:
@@ -56,18 +60,21 @@ def _task_identity() -> tuple[int, int]:
     return context.partitionId(), context.attemptNumber()
 
 
-def chunks_of_rows(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
-    """Tables of about ``rows`` rows from Spark's small batches, for large row groups."""
+def chunks_of_rows(
+    batches: Iterator[pa.RecordBatch], rows: int, max_bytes: int = CHUNK_BYTES
+) -> Iterator[pa.Table]:
+    """Tables of about ``rows`` rows (or ``max_bytes``) from Spark's small batches."""
     pending: list[pa.RecordBatch] = []
-    count = 0
+    count = size = 0
     for batch in batches:
         if batch.num_rows == 0:
             continue
         pending.append(normalize_written(batch))
         count += batch.num_rows
-        if count >= rows:
+        size += batch.nbytes
+        if count >= rows or size >= max_bytes:
             yield pa.Table.from_batches(pending)
-            pending, count = [], 0
+            pending, count, size = [], 0, 0
     if pending:
         yield pa.Table.from_batches(pending)
 
@@ -99,23 +106,24 @@ class DatasetArrowWriter(DataSourceArrowWriter):
         partition_id, attempt = _task_identity()
         store = self.options.open_store()
         assert self.options.dataset is not None
-        # write_files buffers ~128 MB before splitting by partition: large row groups from
-        # Spark's 10k-row batches, bounded memory.
-        files = write_files(
-            store,
-            self.options.dataset,
-            (normalize_written(batch) for batch in iterator),
-            partition_on=self.options.partition_on,
-            secondary_indices=self.options.secondary_indices,
-            write_options=WriteOptions(compression=self.options.compression),
-            schema=utc_schema(self.arrow_schema),
-        )
+        # Spark hands over 10k-row batches; chunks of rows_per_file rows (or ~256 MB) make
+        # large row groups with bounded memory.
+        files = []
+        for table in chunks_of_rows(iterator, self.options.rows_per_file):
+            files += write_files(
+                store,
+                self.options.dataset,
+                table,
+                partition_on=self.options.partition_on,
+                secondary_indices=self.options.secondary_indices,
+                write_options=WriteOptions(compression=self.options.compression),
+                schema=utc_schema(self.arrow_schema),
+            )
         return DatasetWriteMessage(
             partition_id=partition_id, attempt=attempt, files=tuple(f.to_json() for f in files)
         )
 
-    def _files(self, messages: list[WriterCommitMessage | None]) -> list[object]:
-        from parquetry.dataset import FileDescription
+    def _files(self, messages: list[WriterCommitMessage | None]) -> list[FileDescription]:
 
         ordered = sorted(
             (m for m in messages if isinstance(m, DatasetWriteMessage)),

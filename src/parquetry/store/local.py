@@ -21,31 +21,37 @@ and a temporary file left by a crashed writer changes nothing but disk usage.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import os
 import stat
-import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 from parquetry.errors import (
     AlreadyExists,
     InvalidKey,
     NotFound,
+    ParquetryError,
     PreconditionFailed,
     StoreUnavailable,
+)
+from parquetry.store._localfs import (
+    HIDDEN,
+    DirLock,
+    check_visible,
+    list_level,
+    meta,
+    remove_stale_temps,
+    stamp,
+    unlink_quietly,
+    version,
+    walk_objects,
 )
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
 
 __all__ = ["LocalStore"]
 
-_HIDDEN = ".parquetry-"
-#: Temporary files older than this are leftovers of a crashed writer and may be removed.
-STALE_TEMP_SECONDS = 3600.0
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _RETRIES = 20  # attempts when a directory vanishes under us (pruned by a concurrent delete)
@@ -66,6 +72,7 @@ class LocalStore(Store):
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True):
         self.root = Path(root).absolute()
         self.fsync = fsync
+        self._prefix = f"{self.root}{os.sep}"  # string paths: pathlib costs more than a read
 
     @property
     def url(self) -> str:
@@ -88,16 +95,20 @@ class LocalStore(Store):
 
     def _get(self, key: str) -> bytes:
         try:
-            with open(self.root / key, "rb") as f:
+            with open(self._prefix + key, "rb") as f:
                 return f.read()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise self._not_found(key) from None
+        except OSError as exc:
+            raise self._os_error(key, exc) from exc
 
     def _get_range(self, key: str, start: int, end: int) -> bytes:
         try:
-            fd = os.open(self.root / key, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(self._prefix + key, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except (FileNotFoundError, NotADirectoryError):
             raise self._not_found(key) from None
+        except OSError as exc:
+            raise self._os_error(key, exc) from exc
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise self._not_found(key)
@@ -114,30 +125,44 @@ class LocalStore(Store):
 
     def _head(self, key: str) -> ObjectMeta:
         try:
-            st = os.stat(self.root / key)
+            st = os.stat(self._prefix + key)
         except (FileNotFoundError, NotADirectoryError):
             raise self._not_found(key) from None
+        except OSError as exc:
+            raise self._os_error(key, exc) from exc
         if not stat.S_ISREG(st.st_mode):
             raise self._not_found(key)
-        return _meta(key, st)
+        return meta(key, st)
 
     def _exists(self, key: str) -> bool:
         try:
-            return stat.S_ISREG(os.stat(self.root / key).st_mode)
+            return stat.S_ISREG(os.stat(self._prefix + key).st_mode)
         except (FileNotFoundError, NotADirectoryError):
             return False
+        except OSError as exc:
+            raise self._os_error(key, exc) from exc
 
     # --- writes --------------------------------------------------------------------------
 
     def _put(
         self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
     ) -> ObjectMeta:
-        _check_visible(key)
+        check_visible(key)
+        try:
+            return self._put_file(key, data, mode, expected_version)
+        except ParquetryError:
+            raise
+        except OSError as exc:
+            raise self._os_error(key, exc, "writing") from exc
+
+    def _put_file(
+        self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
+    ) -> ObjectMeta:
         parent, _, name = key.rpartition("/")
         for _attempt in range(_RETRIES):
             dir_fd = self._open_dir(parent, key, create=True)
             try:
-                tmp = f"{_HIDDEN}tmp-{uuid.uuid4().hex}"
+                tmp = f"{HIDDEN}tmp-{uuid.uuid4().hex}"
                 try:
                     fd = os.open(tmp, _TMP_FLAGS, 0o644, dir_fd=dir_fd)
                 except FileNotFoundError:
@@ -147,14 +172,14 @@ class LocalStore(Store):
                     st = self._publish(dir_fd, fd, tmp, name, key, mode, expected_version)
                 except BaseException:
                     os.close(fd)
-                    _unlink_quietly(tmp, dir_fd)
+                    unlink_quietly(tmp, dir_fd)
                     raise
                 os.close(fd)
                 if mode is PutMode.CREATE:  # published by link: the temporary name remains
                     os.unlink(tmp, dir_fd=dir_fd)
                 if self.fsync:
                     os.fsync(dir_fd)
-                return _meta(key, st)
+                return meta(key, st)
             finally:
                 os.close(dir_fd)
         raise StoreUnavailable(f"directory of {key!r} keeps vanishing in {self.url}", key=key)
@@ -181,7 +206,7 @@ class LocalStore(Store):
     ) -> os.stat_result:
         """Make the temporary file ``tmp`` the object ``name``; return its stat."""
         if mode is PutMode.CREATE:
-            st = _stamp(fd, 0)
+            st = stamp(fd, 0)
             try:
                 os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except FileExistsError:
@@ -189,7 +214,7 @@ class LocalStore(Store):
                     f"{key!r} already exists in {self.url}", key=key, store=self.url
                 ) from None
             return st
-        with _DirLock(dir_fd):
+        with DirLock(dir_fd):
             try:
                 current: os.stat_result | None = os.stat(name, dir_fd=dir_fd)
             except FileNotFoundError:
@@ -199,7 +224,7 @@ class LocalStore(Store):
             if mode is PutMode.UPDATE:
                 if current is None:
                     raise self._not_found(key)
-                found = _version(current)
+                found = version(current)
                 if found != expected:
                     raise PreconditionFailed(
                         f"{key!r} changed: expected version {expected}, found {found}",
@@ -208,19 +233,19 @@ class LocalStore(Store):
                         expected=expected,
                         found=found,
                     )
-            st = _stamp(fd, current.st_mtime_ns if current is not None else 0)
+            st = stamp(fd, current.st_mtime_ns if current is not None else 0)
             os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             return st
 
     def _open_dir(self, parent: str, key: str, *, create: bool) -> int:
-        directory = self.root / parent if parent else self.root
+        directory = self._prefix + parent if parent else str(self.root)
         try:
             try:
                 return os.open(directory, _DIR_FLAGS)
             except FileNotFoundError:
                 if not create:
                     raise
-                directory.mkdir(parents=True, exist_ok=True)
+                os.makedirs(directory, exist_ok=True)
                 return os.open(directory, _DIR_FLAGS)
         except (FileExistsError, NotADirectoryError):
             if not create:
@@ -244,7 +269,7 @@ class LocalStore(Store):
                 return
             raise self._not_found(key) from None
         try:
-            with _DirLock(dir_fd):
+            with DirLock(dir_fd):
                 try:
                     st = os.stat(name, dir_fd=dir_fd)
                     if not stat.S_ISREG(st.st_mode):
@@ -259,7 +284,7 @@ class LocalStore(Store):
         self._prune_empty_dirs(parent)
 
     def _move(self, src: str, dst: str) -> None:
-        _check_visible(dst)
+        check_visible(dst)
         if src == dst:
             self._head(src)
             return
@@ -289,7 +314,7 @@ class LocalStore(Store):
         """Rename under both directory locks (taken in inode order: no deadlock)."""
         same = os.path.samestat(os.fstat(src_fd), os.fstat(dst_fd))
         fds = [src_fd] if same else sorted((src_fd, dst_fd), key=lambda f: os.fstat(f).st_ino)
-        locks = [_DirLock(f) for f in fds]
+        locks = [DirLock(f) for f in fds]
         for lock in locks:
             lock.__enter__()
         try:
@@ -319,7 +344,7 @@ class LocalStore(Store):
         # A concurrent writer that opened the directory first sees ENOENT and retries.
         while parent:
             directory = self.root / parent
-            _remove_stale_temps(directory)
+            remove_stale_temps(directory)
             try:
                 directory.rmdir()
             except OSError as exc:
@@ -331,146 +356,20 @@ class LocalStore(Store):
     # --- listing -------------------------------------------------------------------------
 
     def _list(self, prefix: str) -> Iterator[ObjectMeta]:
-        base = self.root / prefix if prefix else self.root
-        if not base.is_dir():
-            return
-        stack = [(base, prefix)]
-        while stack:
-            directory, rel = stack.pop()
-            try:
-                entries = list(os.scandir(directory))
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # removed while listing
-            for entry in entries:
-                if entry.name.startswith(_HIDDEN):
-                    continue
-                key = f"{rel}/{entry.name}" if rel else entry.name
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((Path(entry.path), key))
-                        continue
-                    st = entry.stat()
-                except FileNotFoundError:
-                    continue  # deleted while listing
-                if stat.S_ISREG(st.st_mode):
-                    yield _meta(key, st)
+        return walk_objects(self._prefix + prefix if prefix else str(self.root), prefix)
 
     def _list_dir(self, prefix: str) -> ListResult:
-        base = self.root / prefix if prefix else self.root
-        objects: list[ObjectMeta] = []
-        prefixes: list[str] = []
-        try:
-            entries = list(os.scandir(base))
-        except (FileNotFoundError, NotADirectoryError):
-            return ListResult()
-        for entry in entries:
-            if entry.name.startswith(_HIDDEN):
-                continue
-            key = f"{prefix}/{entry.name}" if prefix else entry.name
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    # A directory holding only leftover temporary files is no "prefix".
-                    if _has_objects(entry.path):
-                        prefixes.append(key)
-                    continue
-                st = entry.stat()
-            except FileNotFoundError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                objects.append(_meta(key, st))
-        objects.sort(key=lambda m: m.key)
-        prefixes.sort()
-        return ListResult(objects=tuple(objects), prefixes=tuple(prefixes))
+        return list_level(self._prefix + prefix if prefix else str(self.root), prefix)
+
+    def _os_error(
+        self, key: str, exc: OSError, doing: str = "reading"
+    ) -> InvalidKey | StoreUnavailable:
+        if exc.errno == errno.ENAMETOOLONG:
+            return InvalidKey(f"store key {key!r} is too long for {self.url}", key=key)
+        return StoreUnavailable(f"{doing} {key!r} in {self.url} failed: {exc}", key=key)
 
     def _not_found(self, key: str) -> NotFound:
         return NotFound(f"{key!r} not found in {self.url}", key=key, store=self.url)
-
-
-class _DirLock:
-    """An exclusive ``flock`` on a directory fd we opened ourselves.
-
-    Each caller opens its own fd (its own open file description), so the lock excludes
-    other threads of this process as well as other processes.
-    """
-
-    __slots__ = ("fd",)
-
-    def __init__(self, fd: int):
-        self.fd = fd
-
-    def __enter__(self) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-
-
-def _stamp(fd: int, previous_mtime_ns: int) -> os.stat_result:
-    """Give the file a fresh mtime, strictly after ``previous_mtime_ns``; return its stat."""
-    now = max(time.time_ns(), previous_mtime_ns + 1)
-    os.utime(fd, ns=(now, now))
-    return os.fstat(fd)
-
-
-def _check_visible(key: str) -> None:
-    for segment in key.split("/"):
-        if segment.startswith(_HIDDEN):
-            raise InvalidKey(f"store key {key!r} uses the reserved prefix {_HIDDEN!r}", key=key)
-
-
-def _unlink_quietly(name: str, dir_fd: int) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(name, dir_fd=dir_fd)
-
-
-def _remove_stale_temps(directory: Path) -> None:
-    """Remove temporary files a crashed writer left behind (old enough to be abandoned)."""
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return
-    if any(not e.name.startswith(_HIDDEN) for e in entries):
-        return  # not going to be empty anyway
-    cutoff = time.time() - STALE_TEMP_SECONDS
-    for entry in entries:
-        try:
-            if entry.name.startswith(f"{_HIDDEN}tmp-") and entry.stat().st_mtime < cutoff:
-                os.unlink(entry.path)
-        except OSError:
-            continue
-
-
-def _has_objects(directory: str) -> bool:
-    stack = [directory]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith(_HIDDEN):
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
-                    return True
-            except OSError:
-                continue
-    return False
-
-
-def _version(st: os.stat_result) -> str:
-    return f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"
-
-
-def _meta(key: str, st: os.stat_result) -> ObjectMeta:
-    return ObjectMeta(
-        key=key,
-        size=st.st_size,
-        version=_version(st),
-        modified=datetime.fromtimestamp(st.st_mtime_ns / 1e9, tz=UTC),
-    )
 
 
 def _rebuild(root: str, fsync: bool) -> LocalStore:

@@ -174,7 +174,7 @@ class ListingChecks:
     def test_list_many_keys(self, store: Store, writer: Store) -> None:
         n = self.many_keys
         keys = [f"many/{i % 10}/{i:06d}" for i in range(n)]
-        writer.map_concurrent(lambda k: writer.put(k, k[-6:].encode()), keys, max_workers=16)
+        writer.map_concurrent(lambda k: writer.put(k, k[-6:].encode()), keys, max_workers=8)
         writer.put("other/x", b"1")
         listed = sorted(m.key for m in store.list("many"))
         assert listed == sorted(keys)

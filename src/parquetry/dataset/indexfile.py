@@ -1,0 +1,151 @@
+"""Point lookups in large index files with one ranged GET.
+
+parquetry writes index files sorted by value in row groups of :data:`INDEX_ROW_GROUP` rows
+and keeps each file's Parquet footer (a few KiB) in the version document. A lookup parses
+that cached footer, picks the row groups whose min/max may hold the value and fetches only
+their bytes: one ranged GET for an equality, instead of downloading an index that can be
+tens of MiB for a high-cardinality column. kartothek reads the same files whole.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from parquetry.dataset.predicates import Literal, eval_stats
+from parquetry.store import Store
+
+__all__ = ["INDEX_ROW_GROUP", "IndexFooter", "footer_of", "ranged_table"]
+
+INDEX_ROW_GROUP = 8192
+#: Beyond this share of row groups a lookup downloads the whole file instead.
+MAX_RANGED_SHARE = 0.25
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexFooter:
+    """The tail (footer + length + magic) of one index file."""
+
+    key: str
+    size: int
+    tail: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "size": self.size, "tail": base64.b64encode(self.tail).decode()}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> IndexFooter:
+        return cls(key=doc["key"], size=int(doc["size"]), tail=base64.b64decode(doc["tail"]))
+
+
+def footer_of(key: str, data: bytes) -> IndexFooter:
+    (length,) = struct.unpack("<I", data[-8:-4])
+    return IndexFooter(key=key, size=len(data), tail=data[-(length + 8) :])
+
+
+class _SparseFile(io.RawIOBase):
+    """A file of known size whose tail and some ranges are in memory; the rest is fetched."""
+
+    def __init__(self, store: Store, footer: IndexFooter, ranges: dict[int, bytes]):
+        super().__init__()
+        self.store, self.footer, self.ranges = store, footer, ranges
+        self.ranges[footer.size - len(footer.tail)] = footer.tail
+        self.pos = 0
+        self.fetches = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.footer.size}[whence]
+        self.pos = base + offset
+        return self.pos
+
+    def read(self, size: int = -1) -> bytes:
+        end = (
+            self.footer.size if size is None or size < 0 else min(self.footer.size, self.pos + size)
+        )
+        start, self.pos = self.pos, max(self.pos, end)
+        if end <= start:
+            return b""
+        for offset, data in self.ranges.items():
+            if offset <= start and end <= offset + len(data):
+                return data[start - offset : end - offset]
+        tail_start = self.footer.size - len(self.footer.tail)
+        if end == self.footer.size and start < tail_start:
+            # pyarrow's speculative footer read (the last 64 KiB) only parses the footer
+            # out of the tail; column chunks are read separately, so the unknown prefix
+            # of this read is never used.
+            return bytes(tail_start - start) + self.footer.tail
+        self.fetches += 1
+        return self.store.get_range(self.footer.key, start, end)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        memoryview(buffer)[: len(data)] = data
+        return len(data)
+
+
+def _orderable(t: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+    )
+
+
+def ranged_table(store: Store, footer: IndexFooter, lit: Literal) -> tuple[pa.Table, int] | None:
+    """Rows of the index that may match ``lit`` and the GETs used; None = read it whole."""
+    pf = pq.ParquetFile(_SparseFile(store, footer, {}), pre_buffer=False)
+    md = pf.metadata
+    if md.num_row_groups == 0:
+        return pf.schema_arrow.empty_table(), 0
+    if not _orderable(pf.schema_arrow.field(0).type) or lit.op in ("is null", "is not null"):
+        return None
+    groups = []
+    for i in range(md.num_row_groups):
+        st = md.row_group(i).column(0).statistics
+        if st is None or not st.has_min_max:
+            return None
+        rows = md.row_group(i).num_rows
+        if eval_stats(lit, st.min, st.max, 0, rows):
+            groups.append(i)
+    if len(groups) > max(2, md.num_row_groups * MAX_RANGED_SHARE):
+        return None
+    ranges = [_group_range(md, g) for g in groups]
+    merged: list[list[int]] = []
+    for s, e in sorted(ranges):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    fetched = store.get_ranges(footer.key, [(s, e) for s, e in merged])
+    sparse = _SparseFile(store, footer, {s: d for (s, _), d in zip(merged, fetched, strict=True)})
+    table = pq.ParquetFile(sparse, pre_buffer=False).read_row_groups(groups, use_threads=False)
+    return table, len(merged) + sparse.fetches
+
+
+def _group_range(md: pq.FileMetaData, group: int) -> tuple[int, int]:
+    rg = md.row_group(group)
+    starts, ends = [], []
+    for c in range(rg.num_columns):
+        col = rg.column(c)
+        start = col.data_page_offset
+        if col.has_dictionary_page and col.dictionary_page_offset is not None:
+            start = min(start, col.dictionary_page_offset)
+        starts.append(start)
+        ends.append(start + col.total_compressed_size)
+    return min(starts), max(ends)

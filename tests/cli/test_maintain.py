@@ -1,0 +1,162 @@
+"""``validate``, ``repair``, ``gc``, ``report`` and ``inspect`` on local disk and S3."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from cli_helpers import ORDERS, Lake
+
+from parquetry import Dataset
+from parquetry.dataset.naming import metadata_key
+
+
+def test_validate_healthy(lake: Lake) -> None:
+    for name in ("orders", "daily/summary"):
+        result = lake.run("validate", name)
+        assert result.exit_code == 0, result.stdout + result.stderr
+        assert result.stdout == ""
+        assert f"{name}: ok" in result.stderr
+
+
+def _first_file(lake: Lake) -> str:
+    return Dataset.open(lake.store, "orders").plan(None).files[0].key
+
+
+def test_validate_reports_each_problem(lake: Lake) -> None:
+    plan = Dataset.open(lake.store, "orders").plan(None)
+    missing, rewritten = plan.files[0].key, plan.files[1].key
+    lake.store.delete(missing)
+    # Same columns, other rows: sizes, row counts, statistics and the index disagree.
+    sink = io.BytesIO()
+    pq.write_table(
+        pa.table(
+            {
+                "product_id": pa.array([7, 8, 9], pa.int64()),
+                "day": ORDERS["day"][:3],
+                "amount": [9.0, 9.5, 10.0],
+            }
+        ),
+        sink,
+    )
+    lake.store.put(rewritten, sink.getvalue())
+    result = lake.run("validate", "orders")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert f"{missing} is missing (referenced by partition {plan.files[0].label})" in lines
+    assert any(line.startswith(f"{rewritten}: 3 rows, the metadata records") for line in lines)
+    assert any(
+        re.match(rf"{re.escape(rewritten)}: column 'product_id' max is 9", line) for line in lines
+    )
+    assert any("index on 'product_id' lacks value 7" in line for line in lines)
+    doc = json.loads(lake.run("validate", "orders", "--json").stdout)
+    assert doc["ok"] is False
+    assert doc["problems"] == lines
+
+
+def test_validate_snapshot_problems(lake: Lake) -> None:
+    lake.store.delete("daily/summary/data.parquet")
+    result = lake.run("validate", "daily/summary")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        "daily/summary/data.parquet is missing (listed in manifest.json)"
+    ]
+
+
+def test_repair_interrupted_kartothek_commit(lake: Lake) -> None:
+    key = metadata_key("orders")
+    old_pointer = lake.store.get(key)
+    Dataset.open(lake.store, "orders").append(ORDERS)
+    # A commit whose pointer rewrite never happened: version 2 exists, the pointer says 1.
+    lake.store.put(key, old_pointer)
+    result = lake.run("repair", "orders")
+    assert result.exit_code == 0, result.stderr
+    assert "from version 1 to 2" in result.stdout
+    assert lake.store.get(key) != old_pointer
+    again = lake.run("repair", "orders")
+    assert "nothing to repair (version 2 is current)" in again.stdout
+
+
+def test_repair_snapshot(lake: Lake) -> None:
+    lake.store.put("daily/summary/_staging/w1/part-00000.parquet", b"left over")
+    result = lake.run("repair", "daily/summary")
+    assert result.exit_code == 0, result.stderr
+    assert "nothing to repair" in result.stdout
+    assert not list(lake.store.list("daily/summary/_staging"))
+
+
+def test_gc_dry_run_then_real(lake: Lake) -> None:
+    before = {m.key for m in lake.store.list("orders")}
+    dry = lake.run("gc", "orders", "--retention", "0", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.stderr
+    planned = json.loads(dry.stdout)
+    assert planned["dry_run"] is True
+    assert planned["deleted"]
+    assert {m.key for m in lake.store.list("orders")} == before  # nothing deleted
+    sizes = {m.key: m.size for m in lake.store.list("orders")}
+    assert planned["bytes"] == sum(sizes.get(d["key"], 0) for d in planned["deleted"])
+    real = lake.run("gc", "orders", "--retention", "0")
+    assert real.exit_code == 0, real.stderr
+    deleted = {d["key"] for d in planned["deleted"]}
+    assert all(f"deleted {k}" in real.stdout for k in deleted if k in before)
+    assert {m.key for m in lake.store.list("orders")} == before - deleted
+    assert Dataset.open(lake.store, "orders").read().num_rows == 2 * ORDERS.num_rows
+    kept = lake.run("gc", "orders", "--dry-run")  # default 7d retention: nothing young goes
+    assert "would delete 0 objects" in kept.stdout
+
+
+def test_gc_snapshot_orphans(lake: Lake) -> None:
+    lake.store.put("daily/summary/_staging/w9/part-00000.parquet", b"x" * 10)
+    young = lake.run("gc", "daily/summary", "--dry-run")
+    assert "would delete 0 objects" in young.stdout
+    old = lake.run("gc", "daily/summary", "--retention", "0")
+    assert "deleted daily/summary/_staging/w9/part-00000.parquet (10 B)" in old.stdout
+    assert "deleted 1 objects, 10 B (10 bytes)" in old.stdout
+    assert lake.run("scan", "daily/summary", "-f", "json").stdout.count("\n") == 4
+
+
+def test_report_writes_html(lake: Lake, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = lake.run("report", "orders", "--output", str(out))
+    assert result.exit_code == 0, result.stderr
+    html = out.read_text(encoding="utf-8")
+    for chart in ("file-sizes", "partition-bytes", "partition-rows", "column-bytes", "versions"):
+        assert f'data-chart="{chart}"' in html
+    assert "No problems found." in html
+    doc = json.loads(lake.run("report", "orders", "--json").stdout)
+    assert len(doc["files"]) == 6
+    assert sum(f["rows"] for f in doc["files"]) == 8
+    assert {c["name"] for c in doc["columns"]} == {"product_id", "day", "amount"}
+    assert [v["number"] for v in doc["versions"]] == [0, 1]
+    snap = json.loads(lake.run("report", "daily/summary", "--json").stdout)
+    assert snap["files"][0]["rows"] == 4
+    assert snap["versions"] == []
+
+
+def test_inspect_local_and_url(lake: Lake) -> None:
+    key = _first_file(lake)
+    target = f"{lake.url}/{key}" if lake.url.startswith("s3://") else str(Path(lake.url) / key)
+    result = lake.run_raw("inspect", target, "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    plan_file = Dataset.open(lake.store, "orders").plan(None).files[0]
+    assert doc["key"] == key.rsplit("/", 1)[-1] or doc["key"] == key
+    assert doc["rows"] == plan_file.rows
+    assert doc["file_size"] == plan_file.size
+    text = lake.run_raw("inspect", target)
+    assert text.exit_code == 0, text.stderr
+    assert "product_id" in text.stdout
+
+
+def test_inspect_bad_file_is_one_line(tmp_path: Path) -> None:
+    from cli_helpers import invoke, one_error_line
+
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet data at all")
+    result = invoke("inspect", str(bad))
+    assert result.exit_code == 1
+    assert "bad.parquet" in one_error_line(result)

@@ -1,0 +1,108 @@
+"""16 concurrent writers x 5 appends: every append is present, 80 commits after creation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from parquetry.dataset import Dataset
+from parquetry.store import LocalStore, Store
+
+WRITERS = 16
+APPENDS = 5
+
+
+def _check(store: Store, uuid: str) -> None:
+    ds = Dataset.open(store, uuid)
+    values = sorted(ds.read()["w"].to_pylist())
+    assert values == sorted([-1] + [w * 100 + i for w in range(WRITERS) for i in range(APPENDS)])
+    hist = ds.versions()
+    assert [v.number for v in hist] == list(range(WRITERS * APPENDS + 1))
+    assert sum(v.operation == "append" for v in hist) == WRITERS * APPENDS
+    assert ds.version == WRITERS * APPENDS
+    # the index saw every append too
+    assert ds.read(predicates=[[("k", "==", 7)]]).num_rows == sum(
+        1 for w in range(WRITERS) for i in range(APPENDS) if (w * 100 + i) % 13 == 7
+    )
+
+
+def _row(value: int) -> pa.Table:
+    return pa.table({"p": [value % 3], "k": [value % 13], "w": [value]})
+
+
+def _threads(store: Store, uuid: str) -> None:
+    Dataset.create(
+        store,
+        uuid,
+        _row(-1).set_column(1, "k", pa.array([99])),
+        partition_on=["p"],
+        secondary_indices=["k"],
+    )
+    errors: list[BaseException] = []
+    start = threading.Barrier(WRITERS)
+
+    def writer(w: int) -> None:
+        try:
+            start.wait()
+            for i in range(APPENDS):
+                Dataset.open(store, uuid).append(_row(w * 100 + i))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    _check(store, uuid)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_concurrent_thread_appends(kind: str, store_factory: Callable[[str], Store]) -> None:
+    _threads(store_factory(kind), "conc")
+
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    import pyarrow as pa
+    from parquetry.dataset import Dataset
+    from parquetry.store import LocalStore
+    store, w = LocalStore(sys.argv[1], fsync=False), int(sys.argv[2])
+    for i in range(5):
+        v = w * 100 + i
+        Dataset.open(store, "procs").append(
+            pa.table({"p": [v % 3], "k": [v % 13], "w": [v]}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_concurrent_process_appends_on_local_disk(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s", fsync=False)
+    Dataset.create(
+        store,
+        "procs",
+        _row(-1).set_column(1, "k", pa.array([99])),
+        partition_on=["p"],
+        secondary_indices=["k"],
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(store.root), str(w)], stderr=subprocess.PIPE
+        )
+        for w in range(WRITERS)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()[-2000:]
+    _check(store, "procs")
