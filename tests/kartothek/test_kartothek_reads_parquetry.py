@@ -322,3 +322,35 @@ def test_kartothek_reads_distributed_writes(kartothek: Kartothek, tmp_path: Path
     final = dist_records + canonical_records(added)
     assert rows_of_kartothek(results[-1], COLUMNS, SCHEMA) == oracle(final, None, COLUMNS, SCHEMA)
     assert parquetry_rows(Dataset.open(store, "dist")) == oracle(final, None, COLUMNS, SCHEMA)
+
+
+def test_kartothek_indexes_and_deletes_parquetry_dataset(
+    kartothek: Kartothek, tmp_path: Path
+) -> None:
+    """kartothek's build_dataset_indices on our dataset is used by parquetry's planning;
+    kartothek's delete_dataset leaves no dataset behind for parquetry, and the uuid can be
+    created again from scratch (old version documents must not leak into the new dataset)."""
+    root = tmp_path / "store"
+    store = LocalStore(root)
+    first = sample_table(40, seed=81, countries=COUNTRIES)
+    Dataset.create(store, "gone", first, partition_on=PARTITION_ON)
+    kartothek.one(root, {"op": "build_index", "uuid": "gone", "columns": ["customer"]})
+    ds = Dataset.open(store, "gone")
+    assert "customer" in ds.secondary_indices
+    records = canonical_records(first)
+    predicates = [[("customer", "==", 3)]]
+    assert parquetry_rows(ds, predicates) == oracle(records, predicates, COLUMNS, SCHEMA)
+    cells = {(r["country"], r["year"]) for r in records if r["customer"] == 3}
+    assert len(ds.plan(predicates).files) == len(cells), "kartothek's index did not prune"
+
+    kartothek.one(root, {"op": "delete", "uuid": "gone"})
+    assert not Dataset.exists(store, "gone")
+    second = sample_table(8, seed=82, countries=("NL",), first_id=400)
+    Dataset.create(store, "gone", second, partition_on=PARTITION_ON)
+    again = canonical_records(second)
+    assert parquetry_rows(Dataset.open(store, "gone")) == oracle(again, None, COLUMNS, SCHEMA)
+    results = kartothek.run(
+        root, [{"op": "inspect", "uuid": "gone"}, {"op": "read", "uuid": "gone"}]
+    )
+    assert results[0]["indices"] == {}
+    assert rows_of_kartothek(results[1], COLUMNS, SCHEMA) == oracle(again, None, COLUMNS, SCHEMA)

@@ -74,10 +74,7 @@ def check_kartothek_reads(
             )
 
 
-@pytest.mark.parametrize("metadata_format", ["json", "msgpack"])
-def test_kartothek_driver_round_trip(
-    kartothek: Kartothek, tmp_path: Path, metadata_format: str
-) -> None:
+def test_kartothek_driver_round_trip(kartothek: Kartothek, tmp_path: Path) -> None:
     """The harness itself: kartothek writes, updates, GCs and reads back what the oracle says."""
     first = sample_table(48, seed=1, countries=COUNTRIES)
     added = sample_table(12, seed=2, countries=("DE", "NL"), first_id=1000)
@@ -90,7 +87,6 @@ def test_kartothek_driver_round_trip(
                 "frames": [frame(first)],
                 "partition_on": PARTITION_ON,
                 "secondary_indices": INDEXED,
-                "metadata_format": metadata_format,
                 "metadata": {"owner": "tests"},
             },
             {"op": "inspect", "uuid": "kt"},
