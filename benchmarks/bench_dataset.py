@@ -136,20 +136,22 @@ def bench_lookup(table: pa.Table, root: Path, with_delta: bool) -> dict[str, Any
     return out
 
 
-def bench_append(table: pa.Table, root: Path, sizes: list[int]) -> list[tuple[int, int, float]]:
-    """(partitions, pointer bytes, median append ms) for datasets of growing size."""
+def bench_append(
+    root: Path, shapes: list[tuple[int, int]], rows_per_partition: int
+) -> list[tuple[int, int, float]]:
+    """(partitions, pointer bytes, median ms) of a 100-row append vs dataset size."""
     store = LocalStore(root / "appends", fsync=False)
-    small = table.slice(0, 100)
     out = []
-    for rows in sizes:
-        uuid = f"app{rows}"
+    for regions, days in shapes:
+        uuid = f"app{regions * days}"
+        table = make_table(regions * days * rows_per_partition, regions, days)
         ds = Dataset.create(
-            store,
-            uuid,
-            table.slice(0, rows),
-            partition_on=["region", "day"],
-            secondary_indices=["customer"],
+            store, uuid, table, partition_on=["region", "day"], secondary_indices=["customer"]
         )
+        small = table.filter(pc.equal(table["day"], 0)).filter(
+            pc.equal(table.filter(pc.equal(table["day"], 0))["region"], "r000")
+        )
+        small = pa.concat_tables([small] * (100 // max(small.num_rows, 1) + 1)).slice(0, 100)
         times = []
         for _ in range(3):
             t0 = time.perf_counter()
@@ -196,8 +198,8 @@ def main() -> None:
                 f"  deltalake + filter: {r['delta_s'] * 1e3:.0f} ms -> "
                 f"{r['delta_s'] / r['ours_s']:.0f}x faster"
             )
-        sizes = [rows // 100, rows // 10, rows] if args.quick else [100_000, 1_000_000, rows]
-        for parts, size, ms in bench_append(table, root, sizes):
+        shapes = [(10, 10), (20, 50)] if args.quick else [(10, 10), (20, 50), (100, 100)]
+        for parts, size, ms in bench_append(root, shapes, rows // (regions * days)):
             print(
                 f"append 100 rows to {parts:,} partitions (pointer {size / 1e6:.1f} MB): "
                 f"{ms:.0f} ms"

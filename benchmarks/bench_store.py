@@ -104,8 +104,11 @@ def store_runner(store: Any) -> Runner:
 
 
 def bare_obstore(store: ObjectStore) -> Runner:
-    client = store._connect()  # a second client with exactly the store's configuration
+    # A second client with exactly the store's configuration.
+    return bare_obstore_on(store._connect())
 
+
+def bare_obstore_on(client: Any) -> Runner:
     def run(keys: list[str], data: bytes) -> tuple[float, float]:
         def put() -> None:
             for k in keys:
@@ -196,11 +199,32 @@ def run_s3(workloads: list[tuple[int, int]], repeats: int) -> None:
         server.stop()
 
 
+def run_in_memory_overhead(workloads: list[tuple[int, int]], repeats: int) -> None:
+    """Parquetry's own per-call cost: both sides on obstore's in-process MemoryStore."""
+    from obstore.store import MemoryStore as ObstoreMemory
+
+    for count, size in workloads:
+        data = os.urandom(size)
+        keys = [f"bench/{i:06d}" for i in range(count)]
+        store = ObjectStore("s3", "unused", options={"region": "us-east-1", "skip_signature": True})
+        store._client = ObstoreMemory()  # same code path, no network: isolates the overhead
+        bare = ObjectStore("s3", "unused", options={"region": "us-east-1", "skip_signature": True})
+        bare._client = ObstoreMemory()
+        variants = {"bare obstore": bare_obstore_on(bare._client), "parquetry": store_runner(store)}
+        medians = measure(variants, keys, data, repeats)
+        report(
+            f"no network (obstore MemoryStore): {count} x {size // 1024} KiB (median of {repeats})",
+            medians,
+            [("parquetry", "bare obstore")],
+            count,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10x fewer objects, 1 repeat")
     parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--only", choices=["local", "s3"], default=None)
+    parser.add_argument("--only", choices=["local", "s3", "overhead"], default=None)
     args = parser.parse_args()
     scale = 10 if args.quick else 1
     workloads = [(1000 // scale, 1024 * 1024), (10_000 // scale, 1024)]
@@ -209,6 +233,8 @@ def main() -> None:
     if args.only in (None, "local"):
         with tempfile.TemporaryDirectory(prefix="bench-store-", dir=os.getcwd()) as tmp:
             run_local(workloads, repeats, Path(tmp))
+    if args.only in (None, "overhead"):
+        run_in_memory_overhead(workloads, max(repeats, 3))
     if args.only in (None, "s3"):
         run_s3(workloads, repeats)
     print(f"\nload average after: {os.getloadavg()}")

@@ -36,7 +36,11 @@ def documents(draw: st.DrawFn) -> DatasetDocument:
         partitions={p: {"table": f"u/table/{p}.parquet"} for p in parts},
         partition_keys=tuple(draw(st.lists(st.sampled_from(["k1", "k2"]), unique=True))),
         indices=draw(st.dictionaries(st.sampled_from(["x", "y"]), labels)),
-        metadata=draw(st.dictionaries(st.text(max_size=5), st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5))),
+        metadata=draw(
+            st.dictionaries(
+                st.text(max_size=5), st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5)
+            )
+        ),
         schema=pa.schema([("a", pa.int64()), ("b", pa.string())]) if ours else None,
         files={p: FileInfo(rows=1, size=2, stats=draw(stats)) for p in parts} if ours else {},
         version=VersionInfo(

@@ -323,3 +323,25 @@ def test_any_iterable_of_records_is_accepted_but_not_a_single_mapping() -> None:
     assert [r["id"] for r in codec.decode(data)] == [0, 1, 2]
     with pytest.raises(SchemaViolation, match="list of mappings"):
         codec.encode_bytes({"id": 1, "name": "n"})  # type: ignore[arg-type]
+
+
+def test_naive_datetimes_ignore_the_local_time_zone() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import datetime as dt\n"
+        "from parquetry.codec import ParquetCodec, ParquetField, ParquetSchema, ParquetType\n"
+        "c = ParquetCodec(ParquetSchema([ParquetField('v', ParquetType.TIMESTAMP)]))\n"
+        "naive = {'v': dt.datetime(2024, 6, 1, 12)}\n"
+        "fast = [naive]\n"  # only datetimes: the vectorised path
+        "slow = [naive, {'v': '2024-06-01T12:00:00Z'}]\n"  # mixed: the per-value path
+        "rows = c.decode(c.encode_bytes(fast)) + c.decode(c.encode_bytes(slow))\n"
+        "print(sorted({r['v'].isoformat() for r in rows}))\n"
+    )
+    env = {**os.environ, "TZ": "Asia/Kolkata"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "['2024-06-01T12:00:00+00:00']"

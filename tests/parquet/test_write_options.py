@@ -183,3 +183,19 @@ def test_write_to_store_and_read_back(any_store: Store) -> None:
 
     with pytest.raises(AlreadyExists):
         write_table_to_store(any_store, "t/one.parquet", TABLE, mode=PutMode.CREATE)
+
+
+def test_dictionary_decision_on_long_columns_uses_the_whole_row_group() -> None:
+    rows = 200_000
+    table = pa.table(
+        {
+            "unique": pa.array(range(rows), pa.int64()),
+            # 70k distinct values: the head looks unique-ish (> 90%), so it is skipped early.
+            "wide": pa.array([i % 70_000 for i in range(rows)], pa.int64()),
+            # 15k distinct values: a high ratio in the head, 0.075 over the whole group.
+            "cycle": pa.array([i % 15_000 for i in range(rows)], pa.int64()),
+        }
+    )
+    assert low_cardinality_columns(table, 0.1) == ["cycle"]
+    small_groups = WriteOptions(row_group_size=20_000)
+    assert small_groups.writer_kwargs(table.schema, sample=table)["use_dictionary"] == []

@@ -150,3 +150,20 @@ def test_valid_keys_round_trip_through_join(segments: list[str]) -> None:
         validate_key(key + "//x")
     with pytest.raises(InvalidKey):
         validate_key("/" + key)
+
+
+def _slow_rules_reject(key: str) -> bool:
+    """The key rules spelled out one by one: the oracle for the fast check."""
+    if key == "" or "\x00" in key or "\\" in key or key.startswith("/"):
+        return True
+    return any(seg in ("", ".", "..") for seg in key.split("/"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(["a", ".", "/", "\\", "\x00", "b"]), max_size=8))
+def test_key_check_matches_the_rules(key: str) -> None:
+    if _slow_rules_reject(key):
+        with pytest.raises(InvalidKey):
+            validate_key(key)
+    else:
+        assert validate_key(key) == key

@@ -7,15 +7,20 @@ exact snapshot of a dataset on any store.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from parquetry.errors import CapabilityNotSupported, NotFound
 from parquetry.store import LocalStore, Store
 
-__all__ = ["arrow_filesystem"]
+if TYPE_CHECKING:
+    from parquetry.dataset.plan import PlannedFile
+
+__all__ = ["arrow_filesystem", "pyarrow_dataset"]
 
 
 class _StoreHandler(pafs.FileSystemHandler):  # type: ignore[misc]
@@ -70,3 +75,21 @@ def arrow_filesystem(store: Store) -> tuple[pafs.FileSystem, str]:
     if isinstance(store, LocalStore):
         return pafs.LocalFileSystem(), str(store.root) + "/"
     return pafs.PyFileSystem(_StoreHandler(store)), ""
+
+
+def pyarrow_dataset(store: Store, schema: pa.Schema, files: Sequence[PlannedFile]) -> pads.Dataset:
+    """A ``pyarrow.dataset`` over exactly ``files``, partition values as guarantees."""
+    fs, root = arrow_filesystem(store)
+    exprs = []
+    for pf in files:
+        expr = pads.scalar(True)
+        for k, v in pf.partition:
+            expr = expr & (pads.field(k) == pa.scalar(v, type=schema.field(k).type))
+        exprs.append(expr)
+    return pads.FileSystemDataset.from_paths(
+        [root + pf.key for pf in files],
+        schema=schema,
+        format=pads.ParquetFileFormat(),
+        filesystem=fs,
+        partitions=exprs,
+    )

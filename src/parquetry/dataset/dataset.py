@@ -15,24 +15,23 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from parquetry.dataset.arrowfs import arrow_filesystem
-from parquetry.dataset.commit import MAX_RETRIES, commit, now_iso, publish_pointer
+from parquetry.dataset.arrowfs import pyarrow_dataset
+from parquetry.dataset.commit import MAX_RETRIES, commit
+from parquetry.dataset.create import Batches, create_from_files, schema_from_files
 from parquetry.dataset.gc import GCReport, garbage_collect
 from parquetry.dataset.indices import IndexLookup
-from parquetry.dataset.metadata import DatasetDocument, VersionInfo, encode_document
+from parquetry.dataset.metadata import DatasetDocument, VersionInfo
 from parquetry.dataset.naming import (
     DEFAULT_TABLE,
     METADATA_FORMATS,
-    common_metadata_key,
     metadata_key,
     validate_uuid,
-    version_key,
 )
-from parquetry.dataset.ops import apply_change, labels_in_scope, partition_values_of
+from parquetry.dataset.ops import change_maker, partition_values_of
 from parquetry.dataset.plan import PlannedFile, ScanPlan, make_plan
 from parquetry.dataset.predicates import to_expression, validate_predicates
 from parquetry.dataset.read import read_planned_file
-from parquetry.dataset.schema import common_metadata_bytes, normalise_type
+from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.versions import (
     LoadedState,
     latest_version_number,
@@ -43,13 +42,12 @@ from parquetry.dataset.versions import (
 from parquetry.dataset.write import FileDescription, iter_input, storage_schema, write_files
 from parquetry.errors import (
     AlreadyExists,
-    CommitConflict,
     DatasetNotFound,
     InvalidArgument,
     UnknownColumn,
 )
 from parquetry.parquet import WriteOptions
-from parquetry.store import PutMode, Store
+from parquetry.store import Store
 
 __all__ = ["Dataset"]
 
@@ -191,80 +189,25 @@ class Dataset:
         files = write_files(
             store,
             uuid,
-            _Batches(in_schema, batches),
+            Batches(in_schema, batches),
             partition_on=partition_on,
             secondary_indices=secondary_indices,
             write_options=write_options,
             schema=schema,
             table=table,
         )
-        return cls._create_from_files(
-            store,
-            uuid,
-            files,
-            schema=schema,
-            partition_on=partition_on,
-            secondary_indices=secondary_indices,
-            metadata=metadata,
-            metadata_format=metadata_format,
-            table=table,
-        )
-
-    @classmethod
-    def _create_from_files(
-        cls,
-        store: Store,
-        uuid: str,
-        files: Sequence[FileDescription],
-        *,
-        schema: pa.Schema,
-        partition_on: Sequence[str],
-        secondary_indices: Sequence[str],
-        metadata: Mapping[str, Any] | None,
-        metadata_format: str,
-        table: str,
-        operation: str = "create",
-    ) -> Dataset:
-        for col in (*partition_on, *secondary_indices):
-            if col not in schema.names:
-                raise UnknownColumn(f"column {col!r} is not in the schema", column=col)
-        _put_common_metadata(store, uuid, table, schema, partition_on)
-        user = dict(metadata or {})
-        creation = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0).isoformat()
-        empty = DatasetDocument(
-            uuid=uuid,
-            partitions={},
-            partition_keys=tuple(partition_on),
-            metadata={"creation_time": creation},
-            schema=schema,
-            metadata_format=metadata_format,
-        )
-        doc = apply_change(
-            store,
-            empty,
-            number=0,
-            parent=None,
-            committed_at=now_iso(),
-            operation=operation,
-            schema=schema,
-            add=files,
-            new_indices=secondary_indices,
-            metadata=user,
-        )
-        data = encode_document(doc, "json")
-        try:
-            store.put(version_key(uuid, 0), data, mode=PutMode.CREATE)
-        except AlreadyExists:
-            raise AlreadyExists(
-                f"dataset {uuid!r} was created concurrently (or a deleted dataset left "
-                f"version files under {uuid}/_versions)",
-                key=version_key(uuid, 0),
-            ) from None
-        publish_pointer(store, uuid, doc, data, 0, metadata_format)
         return cls(
             store,
-            LoadedState(
-                doc=doc, number=0, foreign=False, pointer_format=metadata_format, requests=0
+            create_from_files(
+                store,
+                uuid,
+                files,
+                schema=schema,
+                partition_on=partition_on,
+                secondary_indices=secondary_indices,
+                metadata=metadata,
+                metadata_format=metadata_format,
+                table=table,
             ),
         )
 
@@ -292,20 +235,28 @@ class Dataset:
         if mode not in ("create", "append", "overwrite"):
             raise InvalidArgument(f"mode must be create, append or overwrite, got {mode!r}")
         validate_uuid(uuid)
+        layouts = {tuple(k for k, _ in f.partition) for f in files}
+        if len(layouts) > 1:
+            raise InvalidArgument(f"files of {uuid!r} mix partition layouts {sorted(layouts)}")
+        if not partition_on and layouts:
+            partition_on = layouts.pop()
         if mode == "create" or not cls.exists(store, uuid):
             if schema is None:
-                schema = _schema_from_files(store, files, partition_on)
-            return cls._create_from_files(
+                schema = schema_from_files(store, files, partition_on)
+            return cls(
                 store,
-                uuid,
-                files,
-                schema=schema,
-                partition_on=partition_on,
-                secondary_indices=secondary_indices,
-                metadata=metadata,
-                metadata_format=metadata_format,
-                table=files[0].table if files else DEFAULT_TABLE,
-                operation=operation,
+                create_from_files(
+                    store,
+                    uuid,
+                    files,
+                    schema=schema,
+                    partition_on=partition_on,
+                    secondary_indices=secondary_indices,
+                    metadata=metadata,
+                    metadata_format=metadata_format,
+                    table=files[0].table if files else DEFAULT_TABLE,
+                    operation=operation,
+                ),
             )
         ds = cls.open(store, uuid)
         if partition_on and tuple(partition_on) != ds.partition_keys:
@@ -348,39 +299,17 @@ class Dataset:
         index_builder: Any = None,
         max_retries: int = MAX_RETRIES,
     ) -> Dataset:
-        schema = self.schema
-        first_removed: list[set[str]] = []
-
-        def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
-            assert base is not None
-            remove: set[str] = set()
-            if delete_scope is not None:
-                remove = labels_in_scope(self.store, base, schema, delete_scope)
-            elif remove_all:
-                remove = set(base.partitions)
-            if first_removed and remove != first_removed[0]:
-                raise CommitConflict(
-                    f"dataset {self.uuid!r}: a concurrent commit changed the partitions this "
-                    f"{operation} removes (expected {sorted(first_removed[0])[:5]}..., now "
-                    f"{sorted(remove)[:5]}...)"
-                )
-            first_removed.append(remove)
-            override = index_builder(base) if index_builder else None
-            return apply_change(
-                self.store,
-                base,
-                number=number,
-                parent=number - 1,
-                committed_at=now_iso(),
-                operation=operation,
-                schema=schema,
-                add=files,
-                remove=remove,
-                new_indices=new_indices,
-                metadata=metadata,
-                index_override=override,
-            )
-
+        make = change_maker(
+            self.store,
+            self.schema,
+            files,
+            operation=operation,
+            delete_scope=delete_scope,
+            remove_all=remove_all,
+            metadata=metadata,
+            new_indices=new_indices,
+            index_builder=index_builder,
+        )
         stale = None
         if self._foreign:
             # kartothek may have left a pointer of the other format beside the one we read.
@@ -520,21 +449,7 @@ class Dataset:
 
     def to_pyarrow_dataset(self) -> pads.Dataset:
         """A ``pyarrow.dataset`` over exactly this version's files (partition columns typed)."""
-        fs, root = arrow_filesystem(self.store)
-        plan = self.plan(None)
-        exprs = []
-        for pf in plan.files:
-            expr = pads.scalar(True)
-            for k, v in pf.partition:
-                expr = expr & (pads.field(k) == pa.scalar(v, type=self.schema.field(k).type))
-            exprs.append(expr)
-        return pads.FileSystemDataset.from_paths(
-            [root + pf.key for pf in plan.files],
-            schema=self.schema,
-            format=pads.ParquetFileFormat(),
-            filesystem=fs,
-            partitions=exprs,
-        )
+        return pyarrow_dataset(self.store, self.schema, self.plan(None).files)
 
     # --- maintenance ---------------------------------------------------------------------
 
@@ -560,43 +475,3 @@ class Dataset:
             self.store.delete(metadata_key(self.uuid, fmt), missing_ok=True)
         keys = [m.key for m in self.store.list(self.uuid)]
         self.store.delete_many(keys, missing_ok=True)
-
-
-class _Batches:
-    """An already-opened input (schema + batch iterator) that write_files accepts again."""
-
-    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]):
-        self.schema, self.batches = schema, batches
-
-    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        reader = pa.RecordBatchReader.from_batches(self.schema, self.batches)
-        return reader.__arrow_c_stream__(requested_schema)
-
-
-def _put_common_metadata(
-    store: Store, uuid: str, table: str, schema: pa.Schema, partition_on: Sequence[str]
-) -> None:
-    key = common_metadata_key(uuid, table)
-    data = common_metadata_bytes(schema, partition_on)
-    try:
-        store.put(key, data, mode=PutMode.CREATE)
-    except AlreadyExists:
-        if store.get(key) != data:
-            raise AlreadyExists(
-                f"{key} already exists with another schema (a concurrent create, or leftovers "
-                "of a deleted dataset)",
-                key=key,
-            ) from None
-
-
-def _schema_from_files(
-    store: Store, files: Sequence[FileDescription], partition_on: Sequence[str]
-) -> pa.Schema:
-    import pyarrow.parquet as pq
-
-    if not files:
-        raise InvalidArgument("creating a dataset from no files needs an explicit schema")
-    first = files[0]
-    payload = pq.ParquetFile(store.open(first.key, size=first.size)).schema_arrow
-    fields = [pa.field(k, pa.array([v]).type) for k, v in first.partition]
-    return pa.schema(fields + list(payload.remove_metadata()))

@@ -8,22 +8,23 @@ whether the result becomes a version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from parquetry.dataset.commit import now_iso
 from parquetry.dataset.indices import IndexData, build_pairs, load_index, merge_index, write_index
 from parquetry.dataset.metadata import DatasetDocument, FileInfo, VersionInfo
 from parquetry.dataset.predicates import Literal, eval_scalar
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import InvalidArgument, PredicateError
+from parquetry.errors import CommitConflict, InvalidArgument, PredicateError
 from parquetry.store import Store
 
-__all__ = ["apply_change", "labels_in_scope", "partition_values_of"]
+__all__ = ["apply_change", "change_maker", "labels_in_scope", "partition_values_of"]
 
 
 def partition_values_of(
@@ -180,3 +181,54 @@ def _select(
         t = normalise_type(lit.type)
         loaded[lit.column] = load_index(store, lit.column, doc.indices[lit.column], t)
     return loaded[lit.column].lookup(lit)
+
+
+def change_maker(
+    store: Store,
+    schema: pa.Schema,
+    files: Sequence[FileDescription],
+    *,
+    operation: str,
+    delete_scope: Sequence[Mapping[str, Any]] | None = None,
+    remove_all: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+    new_indices: Sequence[str] = (),
+    index_builder: Callable[[DatasetDocument], dict[str, IndexData]] | None = None,
+) -> Callable[[DatasetDocument | None, int], DatasetDocument]:
+    """The ``make`` function of one commit: re-applied to each newer base after a lost race.
+
+    Adding files never conflicts. Removing partitions (``delete_scope``, overwrite)
+    conflicts when a concurrent commit changed which partitions would be removed.
+    """
+    first_removed: list[set[str]] = []
+
+    def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
+        assert base is not None
+        remove: set[str] = set()
+        if delete_scope is not None:
+            remove = labels_in_scope(store, base, schema, delete_scope)
+        elif remove_all:
+            remove = set(base.partitions)
+        if first_removed and remove != first_removed[0]:
+            gone = sorted(first_removed[0] ^ remove)
+            raise CommitConflict(
+                f"dataset {base.uuid!r}: a concurrent commit changed the partitions this "
+                f"{operation} removes ({len(gone)} differ, e.g. {gone[:3]})"
+            )
+        first_removed.append(remove)
+        return apply_change(
+            store,
+            base,
+            number=number,
+            parent=number - 1,
+            committed_at=now_iso(),
+            operation=operation,
+            schema=schema,
+            add=files,
+            remove=remove,
+            new_indices=new_indices,
+            metadata=metadata,
+            index_override=index_builder(base) if index_builder else None,
+        )
+
+    return make

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from functools import reduce
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -167,7 +168,7 @@ def _native_read(
     partition_keys = set(dataset.partition_keys)
     full = arrow_to_spark_schema(schema)
     file_schema = arrow_to_spark_schema(
-        type(schema)([f for f in schema if f.name not in partition_keys])
+        pa.schema([f for f in schema if f.name not in partition_keys])
     )
     if not groups:
         return spark.createDataFrame([], full)

@@ -45,6 +45,10 @@ class Capability(enum.Enum):
     CONDITIONAL_CREATE = "conditional_create"
     COMPARE_AND_SWAP = "compare_and_swap"
 
+    # Members are singletons (also after unpickling): identity hashing is exact, and in C
+    # it keeps the capability check on every call cheap (Enum's own hash is Python code).
+    __hash__ = object.__hash__
+
 
 WRITE_CAPABILITIES = frozenset(
     {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from parquetry.errors import InvalidKey
 
 __all__ = ["join_key", "validate_key", "validate_prefix"]
@@ -37,7 +39,18 @@ def join_key(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
+#: Matches every way a key can be malformed; the common valid key costs one search.
+_BAD = re.compile(r"(?:^|/)\.{1,2}(?:/|$)|//|^/|/$|\x00|\\")
+
+
 def _check(key: str) -> None:
+    if _BAD.search(key) is None:
+        return
+    _explain(key)
+    raise InvalidKey(f"store key {key!r} is malformed", key=key)  # pragma: no cover
+
+
+def _explain(key: str) -> None:
     if "\x00" in key:
         raise InvalidKey(f"store key {key!r} contains a NUL byte", key=key)
     if key.startswith("/"):
