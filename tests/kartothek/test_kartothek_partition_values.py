@@ -34,7 +34,9 @@ SCHEMA = pa.schema(
 KEYS = ["s", "i", "f", "d", "ts"]
 
 # A path component must stay under 255 bytes once percent-encoded (up to 12 bytes a char).
-texts = st.text(min_size=1, max_size=12)
+# No NUL: kartothek 5.3.0's unquote (the urlquote C library) cuts "a%00b" to "a", for its own
+# datasets too.
+texts = st.text(st.characters(exclude_characters="\x00"), min_size=1, max_size=12)
 rows = st.lists(
     st.tuples(
         texts,

@@ -14,12 +14,14 @@ from parquetry.dataset.metadata import DatasetDocument, encode_document
 from parquetry.dataset.naming import common_metadata_key, version_key
 from parquetry.dataset.ops import apply_change
 from parquetry.dataset.schema import common_metadata_bytes
-from parquetry.dataset.versions import LoadedState
+from parquetry.dataset.versions import LoadedState, load_version_or_none, roll_forward
 from parquetry.dataset.write import FileDescription
 from parquetry.errors import AlreadyExists, InvalidArgument, UnknownColumn
 from parquetry.store import PutMode, Store
 
 __all__ = ["Batches", "create_from_files", "schema_from_files"]
+
+LEFTOVER_GRACE = dt.timedelta(minutes=1)
 
 
 def create_from_files(
@@ -38,7 +40,8 @@ def create_from_files(
     for col in (*partition_on, *secondary_indices):
         if col not in schema.names:
             raise UnknownColumn(f"column {col!r} is not in the schema", column=col)
-    put_common_metadata(store, uuid, table, schema, partition_on)
+    number = _first_version_number(store, uuid)
+    put_common_metadata(store, uuid, table, schema, partition_on, replace_stale=number > 0)
     user = dict(metadata or {})
     creation = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0).isoformat()
     empty = DatasetDocument(
@@ -52,7 +55,7 @@ def create_from_files(
     doc = apply_change(
         store,
         empty,
-        number=0,
+        number=number,
         parent=None,
         committed_at=now_iso(),
         operation=operation,
@@ -60,18 +63,42 @@ def create_from_files(
         add=files,
         new_indices=secondary_indices,
         metadata=user,
+        epoch=number,
     )
     data = encode_document(doc, "json")
     try:
-        store.put(version_key(uuid, 0), data, mode=PutMode.CREATE)
+        store.put(version_key(uuid, number), data, mode=PutMode.CREATE)
     except AlreadyExists:
         raise AlreadyExists(
-            f"dataset {uuid!r} was created concurrently (or a deleted dataset left "
-            f"version files under {uuid}/_versions)",
-            key=version_key(uuid, 0),
+            f"dataset {uuid!r} was created concurrently", key=version_key(uuid, number)
         ) from None
-    publish_pointer(store, uuid, doc, data, 0, metadata_format)
-    return LoadedState(doc=doc, number=0, foreign=False, pointer_format=metadata_format, requests=0)
+    publish_pointer(store, uuid, doc, data, number, metadata_format)
+    return LoadedState(
+        doc=doc, number=number, foreign=False, pointer_format=metadata_format, requests=0
+    )
+
+
+def _first_version_number(store: Store, uuid: str) -> int:
+    """0, or the number after the versions a deleted incarnation of ``uuid`` left behind.
+
+    kartothek's ``delete_dataset`` (and an interrupted delete) leave ``<uuid>/_versions``.
+    Version numbers are never reused, so a new incarnation starts after them; recent
+    leftovers may be a concurrent create that has not published its pointer yet.
+    """
+    if not store.exists(version_key(uuid, 0)):
+        return 0
+    newest, number, _ = roll_forward(store, uuid, 0)
+    if newest is None:
+        newest = load_version_or_none(store, uuid, number)
+    if newest is not None and newest.version is not None:
+        committed = dt.datetime.fromisoformat(newest.version.committed_at)
+        if dt.datetime.now(dt.UTC) - committed < LEFTOVER_GRACE:
+            raise AlreadyExists(
+                f"dataset {uuid!r} is being created or changed concurrently "
+                f"(version {number} is {LEFTOVER_GRACE.total_seconds():.0f}s old at most)",
+                key=version_key(uuid, number),
+            )
+    return number + 1
 
 
 class Batches:
@@ -86,14 +113,22 @@ class Batches:
 
 
 def put_common_metadata(
-    store: Store, uuid: str, table: str, schema: pa.Schema, partition_on: Sequence[str]
+    store: Store,
+    uuid: str,
+    table: str,
+    schema: pa.Schema,
+    partition_on: Sequence[str],
+    *,
+    replace_stale: bool = False,
 ) -> None:
     key = common_metadata_key(uuid, table)
     data = common_metadata_bytes(schema, partition_on)
     try:
         store.put(key, data, mode=PutMode.CREATE)
     except AlreadyExists:
-        if store.get(key) != data:
+        if replace_stale:
+            store.put(key, data)
+        elif store.get(key) != data:
             raise AlreadyExists(
                 f"{key} already exists with another schema (a concurrent create, or leftovers "
                 "of a deleted dataset)",

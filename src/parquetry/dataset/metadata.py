@@ -64,6 +64,9 @@ class VersionInfo:
     rows_removed: int = 0
     files_added: int = 0
     files_removed: int = 0
+    #: Number of the version that created this incarnation of the dataset (a uuid can be
+    #: deleted and created again; older incarnations' versions are not part of the history).
+    epoch: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,7 @@ class VersionInfo:
             "rows_removed": self.rows_removed,
             "files_added": self.files_added,
             "files_removed": self.files_removed,
+            "epoch": self.epoch,
         }
 
     @classmethod

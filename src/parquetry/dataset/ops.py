@@ -73,6 +73,7 @@ def apply_change(
     new_indices: Sequence[str] = (),
     metadata: Mapping[str, Any] | None = None,
     index_override: Mapping[str, IndexData] | None = None,
+    epoch: int | None = None,
 ) -> DatasetDocument:
     """The document after removing partitions ``remove`` and adding files ``add``."""
     table = base.tables[0] if base.partitions else (add[0].table if add else "table")
@@ -126,6 +127,7 @@ def apply_change(
             rows_removed=rows_removed,
             files_added=len(add),
             files_removed=len(remove),
+            epoch=epoch if epoch is not None else (base.version.epoch if base.version else 0),
         ),
     )
 

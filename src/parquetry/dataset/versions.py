@@ -84,6 +84,13 @@ def load_version(store: Store, uuid: str, number: int) -> DatasetDocument:
     return doc
 
 
+def load_version_or_none(store: Store, uuid: str, number: int) -> DatasetDocument | None:
+    try:
+        return load_version(store, uuid, number)
+    except DatasetNotFound:
+        return None
+
+
 def roll_forward(store: Store, uuid: str, number: int) -> tuple[DatasetDocument | None, int, int]:
     """Newest version after ``number``: (doc or None if none newer, its number, GETs used)."""
     latest: DatasetDocument | None = None
