@@ -252,3 +252,26 @@ def test_msgpack_metadata(any_store: Store) -> None:
     ds.append(sample_table(4))
     assert not any_store.exists("mp.by-dataset-metadata.json")
     assert Dataset.open(any_store, "mp").read().num_rows == 12
+
+
+def test_recreate_after_delete_that_left_versions(any_store: Store) -> None:
+    """kartothek's delete_dataset leaves <uuid>/_versions: a new incarnation starts after it."""
+    from parquetry.dataset import create as create_module
+
+    ds = Dataset.create(any_store, "re", sample_table(4))
+    ds.append(sample_table(2))
+    for fmt in ("json", "msgpack.zstd"):
+        any_store.delete(f"re.by-dataset-metadata.{fmt}", missing_ok=True)
+    with pytest.raises(AlreadyExists, match="concurrently"):  # too recent: maybe a live create
+        Dataset.create(any_store, "re", sample_table(3))
+    old_grace = create_module.LEFTOVER_GRACE
+    create_module.LEFTOVER_GRACE = dt.timedelta(0)
+    try:
+        ds = Dataset.create(any_store, "re", sample_table(3))
+    finally:
+        create_module.LEFTOVER_GRACE = old_grace
+    assert ds.version == 2
+    assert Dataset.open(any_store, "re").read().num_rows == 3
+    assert [(v.number, v.operation) for v in ds.versions()] == [(2, "create")]
+    with pytest.raises(DatasetNotFound, match="deleted earlier"):
+        Dataset.open(any_store, "re", version=1)

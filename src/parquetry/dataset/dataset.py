@@ -487,9 +487,9 @@ def _check_current_incarnation(store: Store, uuid: str, doc: DatasetDocument, nu
         current, _, _ = read_pointer(store, uuid)
     except DatasetNotFound:
         raise DatasetNotFound(f"dataset {uuid!r} was deleted (version {number} remains)") from None
-    if current.version is not None and doc.version is not None:
-        if current.version.epoch != doc.version.epoch:
-            raise DatasetNotFound(
-                f"version {number} belongs to a deleted earlier dataset {uuid!r}",
-                key=version_key(uuid, number),
-            )
+    ours = current.version is not None and doc.version is not None
+    if ours and current.version.epoch != doc.version.epoch:  # type: ignore[union-attr]
+        raise DatasetNotFound(
+            f"version {number} belongs to a deleted earlier dataset {uuid!r}",
+            key=version_key(uuid, number),
+        )

@@ -7,6 +7,7 @@ exception is translated here into parquetry's error tree, with secrets scrubbed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -320,7 +321,11 @@ def _translate(exc: Exception, store: ObjectStore, key: str, expected: str | Non
 def _scrub(text: str, options: Mapping[str, Any]) -> str:
     for name, value in options.items():
         if is_secret_option(name) and isinstance(value, str) and value:
-            text = text.replace(value, "***").replace(quote(value, safe=""), "***")
+            for form in {value, quote(value, safe="")}:
+                # Real secrets are long; a short one is masked only where it stands alone, so a
+                # test secret like "a" does not garble every word of the message.
+                pattern = re.escape(form) if len(form) >= 8 else rf"(?<!\w){re.escape(form)}(?!\w)"
+                text = re.sub(pattern, "***", text)
     return text
 
 
