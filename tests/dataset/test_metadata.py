@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from parquetry.dataset.metadata import (
     DatasetDocument,
     FileInfo,
+    FileInfos,
     VersionInfo,
     decode_document,
     encode_document,
@@ -42,7 +43,9 @@ def documents(draw: st.DrawFn) -> DatasetDocument:
             )
         ),
         schema=pa.schema([("a", pa.int64()), ("b", pa.string())]) if ours else None,
-        files={p: FileInfo(rows=1, size=2, stats=draw(stats)) for p in parts} if ours else {},
+        files=FileInfos({p: FileInfo(rows=1, size=2, stats=draw(stats)) for p in parts})
+        if ours
+        else FileInfos(),
         version=VersionInfo(
             number=draw(st.integers(0, 99)),
             parent=None,

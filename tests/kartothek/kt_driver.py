@@ -18,7 +18,7 @@ An optional ``"index"`` list gives the frame a non-RangeIndex (stored as ``__ind
 
 Ops:
 - write: uuid, frames (list; each becomes one or more partitions), partition_on, secondary_indices,
-  metadata, metadata_format ("json" | "msgpack").
+  metadata, metadata_format ("json" | "msgpack" | "msgpack.zstd").
 - update: uuid, frames, delete_scope (list of {col: value}), partition_on, secondary_indices,
   metadata.
 - read: uuid, predicates, columns -> {"columns", "dtypes", "rows", "planned_partitions"}.
@@ -161,7 +161,8 @@ def op_write(store: Any, op: dict[str, Any]) -> Any:
         metadata=op.get("metadata"),
         partition_on=op.get("partition_on") or None,
         secondary_indices=op.get("secondary_indices") or None,
-        metadata_storage_format=op.get("metadata_format", "json"),
+        # parquetry spells it "msgpack.zstd", kartothek "msgpack"
+        metadata_storage_format=op.get("metadata_format", "json").replace(".zstd", ""),
     )
     return dataset_summary(dm)
 

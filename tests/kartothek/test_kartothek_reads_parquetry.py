@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
+from kt_checks import check_kartothek_reads, parquetry_rows, read_ops
 from kt_harness import Kartothek
 from kt_sample_data import (
     COLUMNS,
@@ -23,21 +23,18 @@ from kt_sample_data import (
     sample_table,
 )
 from kt_support import (
-    Predicates,
     canonical_records,
     check_index,
     frame,
-    label_partition,
     oracle,
     rows_of_kartothek,
-    rows_of_table,
     to_driver_predicates,
     to_driver_scope,
 )
 
 from parquetry import Dataset
 from parquetry.dataset import write_files
-from parquetry.errors import AlreadyExists, ParquetryError
+from parquetry.errors import ParquetryError
 from parquetry.store import LocalStore
 
 pytestmark = pytest.mark.kartothek
@@ -56,46 +53,6 @@ KARTOTHEK_SCHEMA = [
     ["small", "int64"],
     ["ts", "timestamp[ns]"],
 ]
-
-
-def reads(uuid: str, special: str) -> list[dict[str, Any]]:
-    return [
-        {"op": "read", "uuid": uuid, "predicates": to_driver_predicates(p)}
-        for p in queries(special)
-    ]
-
-
-def check_reads(
-    results: list[Any],
-    records: list[dict[str, Any]],
-    special: str,
-    partitions: dict[str, Any] | None = None,
-    prunable: tuple[int, ...] = PRUNABLE,
-) -> None:
-    """kartothek's answers equal the oracle's; pruning-only queries plan only matching cells."""
-    for position, (predicates, result) in enumerate(zip(queries(special), results, strict=True)):
-        expected = oracle(records, predicates, COLUMNS, SCHEMA)
-        got = rows_of_kartothek(result, COLUMNS, SCHEMA)
-        assert got == expected, (
-            f"kartothek read {predicates}: {len(got)} rows, want {len(expected)}"
-        )
-        if partitions is not None and position in prunable:
-            ids = {row[0] for row in expected}
-            cells = {(r["country"], str(r["year"])) for r in records if r["id"] in ids}
-            in_cells = [
-                label
-                for label in partitions
-                if tuple(v for _, v in label_partition(label)) in cells
-            ]
-            planned = result["planned_partitions"]
-            assert len(cells) <= planned <= len(in_cells), (
-                f"kartothek planned {planned} partitions for {predicates}; "
-                f"{len(cells)}..{len(in_cells)} hold matches"
-            )
-
-
-def parquetry_rows(ds: Dataset, predicates: Predicates | None = None) -> list[tuple[Any, ...]]:
-    return rows_of_table(ds.read(predicates=predicates), COLUMNS, SCHEMA)
 
 
 @pytest.mark.parametrize("metadata_format", ["json", "msgpack.zstd"])
@@ -121,7 +78,7 @@ def test_kartothek_reads_and_updates_parquetry_dataset(
         root,
         [
             {"op": "inspect", "uuid": "pq"},
-            *reads("pq", SLASHED),
+            *read_ops("pq", SLASHED),
             {"op": "read", "uuid": "pq", "predicates": [[["country", "==", SPECIAL]]]},
             {
                 "op": "update",
@@ -143,7 +100,7 @@ def test_kartothek_reads_and_updates_parquetry_dataset(
     assert inspected["metadata"]["owner"] == "parquetry"
     records = canonical_records(first)
     check_index(inspected, records, SCHEMA, INDEXED)
-    check_reads(results[1 : 1 + n_queries], records, SLASHED, inspected["partitions"])
+    check_kartothek_reads(results[1 : 1 + n_queries], records, SLASHED, inspected["partitions"])
     special = results[1 + n_queries]
     assert rows_of_kartothek(special, COLUMNS, SCHEMA) == oracle(
         records, [[("country", "==", SPECIAL)]], COLUMNS, SCHEMA
@@ -181,11 +138,12 @@ def test_kartothek_reads_and_updates_parquetry_dataset(
     final = after_update + canonical_records(more)
     assert parquetry_rows(Dataset.open(store, "pq")) == oracle(final, None, COLUMNS, SCHEMA)
     results = kartothek.run(
-        root, [{"op": "inspect", "uuid": "pq"}, {"op": "read", "uuid": "pq"}, *reads("pq", SLASHED)]
+        root,
+        [{"op": "inspect", "uuid": "pq"}, {"op": "read", "uuid": "pq"}, *read_ops("pq", SLASHED)],
     )
     check_index(results[0], final, SCHEMA, INDEXED)
     assert rows_of_kartothek(results[1], COLUMNS, SCHEMA) == oracle(final, None, COLUMNS, SCHEMA)
-    check_reads(results[2:], final, SLASHED, results[0]["partitions"])
+    check_kartothek_reads(results[2:], final, SLASHED, results[0]["partitions"])
 
 
 def test_kartothek_reads_after_parquetry_maintenance(kartothek: Kartothek, tmp_path: Path) -> None:
@@ -212,7 +170,7 @@ def test_kartothek_reads_after_parquetry_maintenance(kartothek: Kartothek, tmp_p
         root,
         [
             {"op": "inspect", "uuid": "maint"},
-            *reads("maint", SLASHED),
+            *read_ops("maint", SLASHED),
             {
                 "op": "update",
                 "uuid": "maint",
@@ -225,7 +183,7 @@ def test_kartothek_reads_after_parquetry_maintenance(kartothek: Kartothek, tmp_p
     check_index(results[0], records, SCHEMA, ["customer"])
     # "name" has no index here: its query is not prunable
     prunable = tuple(p for p in PRUNABLE if p != NAME_QUERY)
-    check_reads(results[1:-2], records, SLASHED, results[0]["partitions"], prunable)
+    check_kartothek_reads(results[1:-2], records, SLASHED, results[0]["partitions"], prunable)
     final = records + canonical_records(extra)
     assert rows_of_kartothek(results[-1], COLUMNS, SCHEMA) == oracle(
         final, [[("customer", "==", 3)]], COLUMNS, SCHEMA
@@ -302,9 +260,9 @@ def test_kartothek_reads_distributed_writes(kartothek: Kartothek, tmp_path: Path
         root,
         [
             {"op": "inspect", "uuid": "dist"},
-            *reads("dist", SLASHED),
+            *read_ops("dist", SLASHED),
             {"op": "inspect", "uuid": "streamed"},
-            *reads("streamed", SLASHED),
+            *read_ops("streamed", SLASHED),
             {
                 "op": "update",
                 "uuid": "dist",
@@ -316,61 +274,14 @@ def test_kartothek_reads_distributed_writes(kartothek: Kartothek, tmp_path: Path
     )
     n = len(queries(SLASHED))
     check_index(results[0], dist_records, SCHEMA, INDEXED)
-    check_reads(results[1 : 1 + n], dist_records, SLASHED, results[0]["partitions"])
+    check_kartothek_reads(results[1 : 1 + n], dist_records, SLASHED, results[0]["partitions"])
     check_index(results[1 + n], streamed_records, SCHEMA, INDEXED)
-    check_reads(results[2 + n : 2 + 2 * n], streamed_records, SLASHED, results[1 + n]["partitions"])
+    check_kartothek_reads(
+        results[2 + n : 2 + 2 * n], streamed_records, SLASHED, results[1 + n]["partitions"]
+    )
     final = dist_records + canonical_records(added)
     assert rows_of_kartothek(results[-1], COLUMNS, SCHEMA) == oracle(final, None, COLUMNS, SCHEMA)
     assert parquetry_rows(Dataset.open(store, "dist")) == oracle(final, None, COLUMNS, SCHEMA)
-
-
-def test_parquetry_plans_with_an_index_kartothek_built(
-    kartothek: Kartothek, tmp_path: Path
-) -> None:
-    """kartothek's build_dataset_indices on our dataset: parquetry sees and prunes with it."""
-    root = tmp_path / "store"
-    store = LocalStore(root)
-    first = sample_table(40, seed=81, countries=COUNTRIES)
-    Dataset.create(store, "late", first, partition_on=PARTITION_ON)
-    kartothek.one(root, {"op": "build_index", "uuid": "late", "columns": ["customer"]})
-    ds = Dataset.open(store, "late")
-    assert "customer" in ds.secondary_indices
-    records = canonical_records(first)
-    predicates = [[("customer", "==", 3)]]
-    assert parquetry_rows(ds, predicates) == oracle(records, predicates, COLUMNS, SCHEMA)
-    cells = {(r["country"], r["year"]) for r in records if r["customer"] == 3}
-    assert len(ds.plan(predicates).files) == len(cells), "kartothek's index did not prune"
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=AlreadyExists,
-    reason="kartothek's delete_dataset leaves <uuid>/_versions/ and parquetry refuses to "
-    "create the uuid again (kartothek-findings A; dataset helper to fix)",
-)
-def test_uuid_can_be_created_again_after_kartothek_delete(
-    kartothek: Kartothek, tmp_path: Path
-) -> None:
-    """kartothek's delete_dataset leaves no dataset behind for parquetry, and the uuid can be
-    created again from scratch (old version documents must not leak into the new dataset)."""
-    root = tmp_path / "store"
-    store = LocalStore(root)
-    Dataset.create(
-        store, "gone", sample_table(20, seed=83, countries=COUNTRIES), partition_on=PARTITION_ON
-    )
-    kartothek.one(root, {"op": "delete", "uuid": "gone"})
-    assert not Dataset.exists(store, "gone")
-    second = sample_table(8, seed=82, countries=("NL",), first_id=400)
-    Dataset.create(store, "gone", second, partition_on=PARTITION_ON)
-    again = canonical_records(second)
-    ds = Dataset.open(store, "gone")
-    assert parquetry_rows(ds) == oracle(again, None, COLUMNS, SCHEMA)
-    assert [v.operation for v in ds.versions()] == ["create"], "history of the deleted dataset"
-    results = kartothek.run(
-        root, [{"op": "inspect", "uuid": "gone"}, {"op": "read", "uuid": "gone"}]
-    )
-    assert results[0]["indices"] == {}
-    assert rows_of_kartothek(results[1], COLUMNS, SCHEMA) == oracle(again, None, COLUMNS, SCHEMA)
 
 
 def test_kartothek_reads_unpartitioned_and_empty_parquetry_datasets(

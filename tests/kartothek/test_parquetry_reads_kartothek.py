@@ -9,27 +9,23 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from kt_checks import check_kartothek_reads, check_parquetry_reads, read_ops
 from kt_harness import Kartothek
 from kt_sample_data import (
     COLUMNS,
     INDEXED,
     PARTITION_ON,
-    PRUNABLE,
     SCHEMA,
     SPECIAL,
     queries,
     sample_table,
 )
 from kt_support import (
-    Predicates,
     canonical_records,
     check_index,
     frame,
-    label_partition,
     oracle,
     rows_of_kartothek,
-    rows_of_table,
-    to_driver_predicates,
     to_driver_scope,
 )
 
@@ -39,39 +35,6 @@ from parquetry.store import LocalStore
 pytestmark = pytest.mark.kartothek
 
 COUNTRIES = ("DE", "FR", SPECIAL)
-
-
-def read_ops(uuid: str) -> list[dict[str, Any]]:
-    return [
-        {"op": "read", "uuid": uuid, "predicates": to_driver_predicates(p)}
-        for p in queries(SPECIAL)
-    ]
-
-
-def planned_bounds(
-    partitions: dict[str, Any], expected_rows: list[dict[str, Any]]
-) -> tuple[int, int]:
-    """(fewest, most) partitions kartothek may plan for a query on partition keys/index only."""
-    cells = {(r["country"], str(r["year"])) for r in expected_rows}
-    labels_in_cells = [
-        label for label in partitions if tuple(v for _, v in label_partition(label)) in cells
-    ]
-    return len(cells), len(labels_in_cells)
-
-
-def check_kartothek_reads(
-    results: list[Any], records: list[dict[str, Any]], partitions: dict[str, Any] | None
-) -> None:
-    for position, (predicates, result) in enumerate(zip(queries(SPECIAL), results, strict=True)):
-        expected = oracle(records, predicates, COLUMNS, SCHEMA)
-        assert rows_of_kartothek(result, COLUMNS, SCHEMA) == expected, predicates
-        if partitions is not None and position in PRUNABLE:
-            matching = [r for r in records if r["id"] in {row[0] for row in expected}]
-            low, high = planned_bounds(partitions, matching)
-            assert low <= result["planned_partitions"] <= high, (
-                predicates,
-                result["planned_partitions"],
-            )
 
 
 def test_kartothek_driver_round_trip(kartothek: Kartothek, tmp_path: Path) -> None:
@@ -90,7 +53,7 @@ def test_kartothek_driver_round_trip(kartothek: Kartothek, tmp_path: Path) -> No
                 "metadata": {"owner": "tests"},
             },
             {"op": "inspect", "uuid": "kt"},
-            *read_ops("kt"),
+            *read_ops("kt", SPECIAL),
             {
                 "op": "update",
                 "uuid": "kt",
@@ -109,7 +72,9 @@ def test_kartothek_driver_round_trip(kartothek: Kartothek, tmp_path: Path) -> No
     check_index(inspected, canonical_records(first), SCHEMA, INDEXED)
     assert len(inspected["partitions"]) == 6
     records = canonical_records(first)
-    check_kartothek_reads(results[2 : 2 + len(queries(SPECIAL))], records, inspected["partitions"])
+    check_kartothek_reads(
+        results[2 : 2 + len(queries(SPECIAL))], records, SPECIAL, inspected["partitions"]
+    )
 
     after = results[-3]
     assert len(after["partitions"]) == 4 + 4
@@ -125,22 +90,6 @@ def test_kartothek_driver_round_trip(kartothek: Kartothek, tmp_path: Path) -> No
     assert sorted(k.split("/", 2)[2][: -len(".parquet")] for k in data_keys) == sorted(
         after["partitions"]
     ), "kartothek GC left unreferenced data files"
-
-
-def parquetry_rows(ds: Dataset, predicates: Predicates | None = None) -> list[tuple[Any, ...]]:
-    table = ds.read(predicates=predicates)
-    assert sorted(table.column_names) == sorted(COLUMNS), "parquetry read unexpected columns"
-    return rows_of_table(table, COLUMNS, SCHEMA)
-
-
-def check_parquetry_reads(ds: Dataset, records: list[dict[str, Any]], name: str) -> None:
-    assert parquetry_rows(ds) == oracle(records, None, COLUMNS, SCHEMA), name
-    for predicates in queries(SPECIAL):
-        got = parquetry_rows(ds, predicates)
-        want = oracle(records, predicates, COLUMNS, SCHEMA)
-        assert got == want, (
-            f"{name}: parquetry read {predicates}: {len(got)} rows, want {len(want)}"
-        )
 
 
 def test_parquetry_reads_and_appends_kartothek_datasets(
@@ -206,7 +155,7 @@ def test_parquetry_reads_and_appends_kartothek_datasets(
     for uuid, rows in expected.items():
         ds = Dataset.open(store, uuid)
         assert list(ds.partition_keys) == ([] if uuid == "kt_flat" else PARTITION_ON), uuid
-        check_parquetry_reads(ds, rows, uuid)
+        check_parquetry_reads(ds, rows, SPECIAL, uuid)
     assert Dataset.open(store, "kt_json").metadata["k"] == "v"
 
     # parquetry appends; kartothek reads everything with its indices, then updates again
@@ -217,7 +166,11 @@ def test_parquetry_reads_and_appends_kartothek_datasets(
     last = sample_table(8, seed=41, countries=("NL",), first_id=6000)
     ops: list[dict[str, Any]] = []
     for uuid in ("kt_json", "kt_msgpack", "kt_flat", "kt_late"):
-        ops += [{"op": "inspect", "uuid": uuid}, {"op": "read", "uuid": uuid}, *read_ops(uuid)]
+        ops += [
+            {"op": "inspect", "uuid": uuid},
+            {"op": "read", "uuid": uuid},
+            *read_ops(uuid, SPECIAL),
+        ]
     ops += [
         {
             "op": "update",
@@ -238,13 +191,15 @@ def test_parquetry_reads_and_appends_kartothek_datasets(
             rows, None, COLUMNS, SCHEMA
         ), uuid
         partitions = None if uuid == "kt_flat" else inspected["partitions"]
-        check_kartothek_reads(answers, rows, partitions)
+        check_kartothek_reads(answers, rows, SPECIAL, partitions)
     final = [
         r for r in expected["kt_msgpack"] if not (r["country"] == "DE" and r["year"] == 2021)
     ] + canonical_records(last)
     assert rows_of_kartothek(results[-1], COLUMNS, SCHEMA) == oracle(final, None, COLUMNS, SCHEMA)
     # kartothek left a JSON pointer beside the msgpack one; parquetry must read the newer state
-    check_parquetry_reads(Dataset.open(store, "kt_msgpack"), final, "kt_msgpack after kartothek")
+    check_parquetry_reads(
+        Dataset.open(store, "kt_msgpack"), final, SPECIAL, "kt_msgpack after kartothek"
+    )
 
 
 def make_legacy(root: Path, uuid: str) -> None:
@@ -282,27 +237,29 @@ def test_legacy_kartothek_metadata_forms(kartothek: Kartothek, tmp_path: Path) -
     make_legacy(root, "legacy")
     records = canonical_records(base)
     # the rewritten forms are valid: kartothek itself reads them, pruning by the embedded index
-    results = kartothek.run(root, [{"op": "inspect", "uuid": "legacy"}, *read_ops("legacy")])
+    results = kartothek.run(
+        root, [{"op": "inspect", "uuid": "legacy"}, *read_ops("legacy", SPECIAL)]
+    )
     assert "partitions" not in json.loads((root / "legacy.by-dataset-metadata.json").read_bytes())
     check_index(results[0], records, SCHEMA, INDEXED)
-    check_kartothek_reads(results[1:], records, results[0]["partitions"])
+    check_kartothek_reads(results[1:], records, SPECIAL, results[0]["partitions"])
     store = LocalStore(root)
     ds = Dataset.open(store, "legacy")
     assert list(ds.partition_keys) == PARTITION_ON
-    check_parquetry_reads(ds, records, "legacy")
+    check_parquetry_reads(ds, records, SPECIAL, "legacy")
 
     more = sample_table(12, seed=52, countries=("DE", "NL"), first_id=3000)
     Dataset.open(store, "legacy").append(more)
     final = records + canonical_records(more)
-    check_parquetry_reads(Dataset.open(store, "legacy"), final, "legacy after append")
+    check_parquetry_reads(Dataset.open(store, "legacy"), final, SPECIAL, "legacy after append")
     results = kartothek.run(
         root,
         [
             {"op": "inspect", "uuid": "legacy"},
             {"op": "read", "uuid": "legacy"},
-            *read_ops("legacy"),
+            *read_ops("legacy", SPECIAL),
         ],
     )
     check_index(results[0], final, SCHEMA, INDEXED)
     assert rows_of_kartothek(results[1], COLUMNS, SCHEMA) == oracle(final, None, COLUMNS, SCHEMA)
-    check_kartothek_reads(results[2:], final, results[0]["partitions"])
+    check_kartothek_reads(results[2:], final, SPECIAL, results[0]["partitions"])

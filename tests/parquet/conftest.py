@@ -15,6 +15,16 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The shared any_store/store_factory fixtures reach S3 (moto) without a marker of their own.
+    for item in items:
+        if "tests/parquet/" not in str(item.fspath).replace("\\", "/"):
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "s3" in params.values() or "moto_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.s3)
+
+
 @pytest.fixture(scope="session")
 def parquet_spark() -> Iterator[Any]:
     """A local[2] SparkSession with 1 GiB of driver memory, UTC session time, no UI."""

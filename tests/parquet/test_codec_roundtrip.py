@@ -325,3 +325,16 @@ def test_file_stats_basic_nullable_bool_bytes_and_timestamps() -> None:
     doc = json.loads(json.dumps(stats.to_json()))
     assert doc["columns"][5]["min"] == "2024-01-01T00:00:00.000000Z"
     assert FileStats.from_json(doc) == stats
+
+
+def test_int96_timestamps_outside_the_nanosecond_range_decode() -> None:
+    # Spark writes INT96 by default; as nanoseconds these would overflow before 1677/after 2262.
+    stamps = [dt.datetime(3000, 1, 1), dt.datetime(1500, 6, 1, 0, 0, 0, 5)]
+    sink = io.BytesIO()
+    table = pa.table({"ts": pa.array(stamps, pa.timestamp("us"))})
+    pq.write_table(table, sink, use_deprecated_int96_timestamps=True)
+    assert pq.ParquetFile(io.BytesIO(sink.getvalue())).schema.column(0).physical_type == "INT96"
+    codec = ParquetCodec(ParquetSchema([ParquetField("ts", ParquetType.TIMESTAMP)]))
+    assert [r["ts"] for r in codec.decode(sink.getvalue())] == [
+        s.replace(tzinfo=UTC) for s in stamps
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -127,3 +128,27 @@ def test_codec_stream_writer_and_unwritable_sinks(memory_store: Store) -> None:
     assert codec.decode(memory_store.get("c.parquet")) == [{"id": 1, "name": "x"}]
     with pytest.raises(CodecNotStreamable, match="str"):
         codec.stream_writer("not-a-sink")
+
+
+def test_stream_memory_stays_bounded_by_one_row_group() -> None:
+    arrow_schema = pa.schema([pa.field("id", pa.int64()), pa.field("text", pa.string())])
+    batch_rows, batches = 20_000, 30
+
+    def batch(i: int) -> pa.RecordBatch:
+        ids = pa.array(range(i * batch_rows, (i + 1) * batch_rows), pa.int64())
+        return pa.record_batch([ids, pc.cast(ids, pa.string())], schema=arrow_schema)
+
+    one_batch = batch(0).nbytes
+    baseline = pa.total_allocated_bytes()
+    peak = 0
+    sink = io.BytesIO()
+    with ParquetStreamWriter(
+        sink, schema=arrow_schema, options=WriteOptions(row_group_size=batch_rows)
+    ) as writer:
+        for i in range(batches):
+            writer.write(batch(i))
+            peak = max(peak, pa.total_allocated_bytes() - baseline)
+    assert writer.row_groups_written == batches
+    # The whole file's data would be 30 batches; the writer never holds more than a few.
+    assert peak < 4 * one_batch < batches * one_batch
+    assert pq.ParquetFile(io.BytesIO(sink.getvalue())).metadata.num_rows == batch_rows * batches

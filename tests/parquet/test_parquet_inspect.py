@@ -82,6 +82,9 @@ def _check_report(report: FileReport, size: int) -> None:
     assert summary["id"].compression_ratio is not None
     assert summary["id"].compression_ratio > 1
     assert report.encryption is None
+    assert report.warnings == (
+        "2 row group(s) under 10,000 rows: more footer bytes and requests per row read",
+    )
 
 
 @pytest.mark.parametrize("kind", ["local", pytest.param("s3", marks=pytest.mark.s3), "memory"])
@@ -125,6 +128,7 @@ def test_json_is_stable_and_round_trips_through_json(memory_store: Store) -> Non
         "row_groups",
         "columns",
         "encryption",
+        "warnings",
     }
     assert set(doc["row_groups"][0]["chunks"][0]) >= {
         "path",
@@ -137,6 +141,7 @@ def test_json_is_stable_and_round_trips_through_json(memory_store: Store) -> Non
         "has_dictionary_page",
         "has_column_index",
         "has_bloom_filter",
+        "dictionary_fallback",
         "encrypted",
     }
 
@@ -204,3 +209,50 @@ def test_invalid_or_truncated_files_raise_invalid_format(memory_store: Store, ma
 def test_missing_key_is_not_found(memory_store: Store) -> None:
     with pytest.raises(NotFound):
         inspect_file(memory_store, "nope.parquet")
+
+
+def test_warnings_name_columns_that_break_readers_or_waste_bytes(memory_store: Store) -> None:
+    import pyarrow.parquet as pq
+
+    rows = 30_000
+    table = pa.table(
+        {
+            "legacy": pa.array([dt.datetime(2024, 1, 1)] * rows, pa.timestamp("us")),
+            "nanos": pa.array(range(rows), pa.timestamp("ns")),
+            "delta": pa.array(range(rows), pa.int64()),
+            "email": [f"user-{i:08d}@example.com" for i in range(rows)],
+            "clean": pa.array([i % 7 for i in range(rows)], pa.int32()),
+        }
+    )
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        table,
+        sink,
+        use_deprecated_int96_timestamps=False,
+        compression={
+            "legacy": "brotli",
+            "nanos": "zstd",
+            "delta": "zstd",
+            "email": "zstd",
+            "clean": "zstd",
+        },
+        use_dictionary=["email", "clean"],
+        dictionary_pagesize_limit=4096,  # email's dictionary overflows: PLAIN fallback
+        column_encoding={"delta": "DELTA_BINARY_PACKED"},
+        row_group_size=5_000,
+    )
+    memory_store.put("lint.parquet", sink.getvalue().to_pybytes())
+    warnings = inspect_file(memory_store, "lint.parquet").warnings
+    text = "\n".join(warnings)
+    assert "nanos: Spark cannot read the TIMESTAMP(NANOS,local) type" in warnings
+    assert "legacy: brotli compression: Spark cannot read it" in warnings
+    assert "delta: DELTA_BINARY_PACKED: Spark's vectorised reader rejects it" in warnings
+    assert "email: dictionary fell back to PLAIN: a high-cardinality column" in warnings
+    assert "5 row group(s) under 10,000 rows" in text
+    assert "clean:" not in text
+    int96 = pa.BufferOutputStream()
+    pq.write_table(table.select(["legacy"]), int96, use_deprecated_int96_timestamps=True)
+    memory_store.put("int96.parquet", int96.getvalue().to_pybytes())
+    assert inspect_file(memory_store, "int96.parquet").warnings == (
+        "legacy: INT96 timestamps are deprecated (write INT64 micros)",
+    )

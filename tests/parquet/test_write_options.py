@@ -199,3 +199,14 @@ def test_dictionary_decision_on_long_columns_uses_the_whole_row_group() -> None:
     assert low_cardinality_columns(table, 0.1) == ["cycle"]
     small_groups = WriteOptions(row_group_size=20_000)
     assert small_groups.writer_kwargs(table.schema, sample=table)["use_dictionary"] == []
+
+
+def test_options_pickle_for_spark_executors() -> None:
+    import pickle
+
+    options = WriteOptions(
+        compression="lz4",
+        bloom_filters=(BloomFilter(column="user", fpp=0.05),),
+        sorting_columns=(("amount", "descending"),),
+    )
+    assert pickle.loads(pickle.dumps(options)) == options

@@ -112,7 +112,7 @@ def test_two_spark_jobs_appending_concurrently_both_commit(spark: Any, lake: str
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    assert errors == [], [str(e)[:3000] for e in errors]
     ds = Dataset.open(open_store(lake), "concurrent")
     ids = sorted(ds.read(columns=["id"]).column("id").to_pylist())
     assert ids == [*range(10), *range(1000, 1300), *range(2000, 2300)]

@@ -6,7 +6,7 @@ top-level key, ``"parquetry"``, that kartothek ignores::
     {"dataset_metadata_version": 4, "dataset_uuid": ..., "indices": {...}, "metadata": {...},
      "partitions": {label: {"files": {table: key}}}, "partition_keys": [...],
      "parquetry": {"format": 1, "schema": <b64 Arrow schema>, "version": {...},
-                   "files": {label: [rows, size, {column: [min, max, nulls]}]},
+                   "files": {label: "[rows, size, {column: [min, max, nulls]}]"},
                    "metadata_format": "json"}}
 
 The same bytes are stored as the immutable version document and as the pointer. A document
@@ -16,7 +16,7 @@ kartothek wrote has no ``"parquetry"`` entry (``version`` is None, no statistics
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,7 +29,14 @@ from parquetry.dataset.schema import schema_from_b64, schema_to_b64
 from parquetry.dataset.stats import ColumnStats
 from parquetry.errors import InvalidArgument, MetadataCorrupted
 
-__all__ = ["DatasetDocument", "FileInfo", "VersionInfo", "decode_document", "encode_document"]
+__all__ = [
+    "DatasetDocument",
+    "FileInfo",
+    "FileInfos",
+    "VersionInfo",
+    "decode_document",
+    "encode_document",
+]
 
 EXTENSION_KEY = "parquetry"
 EXTENSION_FORMAT = 1
@@ -50,6 +57,57 @@ class FileInfo:
     def from_json(cls, doc: Any) -> FileInfo:
         rows, size, stats = doc
         return cls(rows=int(rows), size=int(size), stats=stats)
+
+
+class FileInfos(Mapping[str, FileInfo]):
+    """label -> FileInfo, decoding each entry from its JSON text only when asked for.
+
+    Version documents store every file's statistics as a JSON *string* per label: parsing
+    a 10,000-partition document then costs a few milliseconds, and planning decodes only
+    the entries it uses.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: Mapping[str, Any] | None = None, *, owned: bool = False):
+        # Entries are JSON text (str), decoded FileInfo, or (older documents) decoded lists.
+        self._entries: dict[str, Any] = (
+            entries if owned and isinstance(entries, dict) else dict(entries or {})
+        )
+
+    def __getitem__(self, label: str) -> FileInfo:
+        entry = self._entries[label]
+        if not isinstance(entry, FileInfo):
+            entry = FileInfo.from_json(json.loads(entry) if isinstance(entry, str) else entry)
+            self._entries[label] = entry  # benign race: every thread decodes the same value
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, label: object) -> bool:
+        return label in self._entries
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self.items()) == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_json(self) -> dict[str, str]:
+        out = {}
+        for label, entry in self._entries.items():
+            if isinstance(entry, FileInfo):
+                entry = entry.to_json()
+            out[label] = entry if isinstance(entry, str) else json.dumps(entry)
+        return out
+
+    def changed(self, remove: set[str], add: Mapping[str, FileInfo]) -> FileInfos:
+        entries = {k: v for k, v in self._entries.items() if k not in remove}
+        entries.update(add)
+        return FileInfos(entries)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,7 +155,7 @@ class DatasetDocument:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     explicit_partitions: bool = True
     schema: pa.Schema | None = None
-    files: Mapping[str, FileInfo] = field(default_factory=dict)
+    files: FileInfos = field(default_factory=FileInfos)
     version: VersionInfo | None = None
     metadata_format: str = "json"
     index_footers: Mapping[str, IndexFooter] = field(default_factory=dict)
@@ -124,7 +182,7 @@ class DatasetDocument:
                 "schema": schema_to_b64(self.schema),
                 "version": self.version.to_json(),
                 "metadata_format": self.metadata_format,
-                "files": {label: info.to_json() for label, info in self.files.items()},
+                "files": self.files.to_json(),
                 "index_footers": {c: f.to_json() for c, f in self.index_footers.items()},
             }
         return out
@@ -148,8 +206,9 @@ class DatasetDocument:
         if version != 4:
             raise MetadataCorrupted(f"dataset_metadata_version is {version!r}, expected 4")
         explicit = "partitions" in doc
+        # The decoded dicts are owned by this document: no copies (10,000s of partitions).
         partitions = {
-            label: dict(entry["files"]) for label, entry in (doc.get("partitions") or {}).items()
+            label: entry["files"] for label, entry in (doc.get("partitions") or {}).items()
         }
         keys = doc.get("partition_keys")
         ext = doc.get(EXTENSION_KEY)
@@ -159,7 +218,7 @@ class DatasetDocument:
         if isinstance(ext, dict) and ext.get("format") == EXTENSION_FORMAT:
             schema = schema_from_b64(ext["schema"])
             info = VersionInfo.from_json(ext["version"])
-            files = {label: FileInfo.from_json(v) for label, v in ext["files"].items()}
+            files = FileInfos(ext["files"], owned=True)
             fmt = ext.get("metadata_format", metadata_format)
             footers = {c: IndexFooter.from_json(f) for c, f in ext.get("index_footers", {}).items()}
         return cls(
@@ -170,7 +229,7 @@ class DatasetDocument:
             metadata=dict(doc.get("metadata") or {}),
             explicit_partitions=explicit,
             schema=schema,
-            files=files or {},
+            files=files or FileInfos(),
             version=info,
             metadata_format=fmt,
             index_footers=footers,

@@ -78,7 +78,7 @@ def apply_change(
     """The document after removing partitions ``remove`` and adding files ``add``."""
     table = base.tables[0] if base.partitions else (add[0].table if add else "table")
     partitions = {lbl: f for lbl, f in base.partitions.items() if lbl not in remove}
-    files = {lbl: fi for lbl, fi in base.files.items() if lbl not in remove}
+    added: dict[str, FileInfo] = {}
     rows_removed = sum(base.files[lbl].rows for lbl in remove if lbl in base.files)
     for fd in add:
         if fd.label in partitions:
@@ -86,7 +86,7 @@ def apply_change(
         if fd.table != table:
             raise InvalidArgument(f"file {fd.key} is for table {fd.table!r}, expected {table!r}")
         partitions[fd.label] = {fd.table: fd.key}
-        files[fd.label] = FileInfo(rows=fd.rows, size=fd.size, stats=fd.stats)
+        added[fd.label] = FileInfo(rows=fd.rows, size=fd.size, stats=fd.stats)
     indices: dict[str, Any] = dict(base.indices)
     footers = {c: f for c, f in base.index_footers.items() if f.key == base.indices.get(c)}
 
@@ -112,7 +112,7 @@ def apply_change(
     meta.update(metadata or {})
     return base.evolve(
         partitions=partitions,
-        files=files,
+        files=base.files.changed(set(remove), added),
         indices=indices,
         index_footers=footers,
         metadata=meta,

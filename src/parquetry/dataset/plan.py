@@ -40,11 +40,11 @@ class PlannedFile:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrunedPartition:
-    """A partition the plan skips and the first reason it was excluded."""
+    """Partitions the plan skips for one reason (the first that excluded them)."""
 
-    label: str
     reason: str  # "partition key" | "secondary index" | "statistics"
     column: str
+    labels: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,10 +68,14 @@ class ScanPlan:
         counts = [f.rows for f in self.files]
         return None if any(c is None for c in counts) else sum(c for c in counts if c)
 
+    def pruned_labels(self) -> dict[str, str]:
+        """label -> reason, for every skipped partition."""
+        return {label: p.reason for p in self.pruned for label in p.labels}
+
     def summary(self) -> dict[str, Any]:
         reasons: dict[str, int] = {}
         for p in self.pruned:
-            reasons[p.reason] = reasons.get(p.reason, 0) + 1
+            reasons[p.reason] = reasons.get(p.reason, 0) + len(p.labels)
         return {"files": len(self.files), "pruned": reasons, "requests": self.requests}
 
 
@@ -89,18 +93,21 @@ def make_plan(
     """Choose the files of ``doc`` that may hold rows matching ``dnf``."""
     labels = list(doc.partitions)
     table = doc.tables[0]
-    pruned: dict[str, PrunedPartition] = {}
+    first_reasons: list[tuple[str, str, set[str]]] = []
     if dnf is None:
         keep = set(labels)
     else:
         keep = set()
-        for conj in dnf:
-            keep |= _conjunction(conj, labels, doc, schema, partition_values, indices, pruned)
+        for i, conj in enumerate(dnf):
+            reasons: list[tuple[str, str, set[str]]] = []
+            keep |= _conjunction(conj, labels, doc, schema, partition_values, indices, reasons)
+            if i == 0:
+                first_reasons = reasons
     files = []
     for label in labels:
         if label not in keep:
             continue
-        info = doc.files.get(label)
+        info = doc.files.get(label, None)
         files.append(
             PlannedFile(
                 label=label,
@@ -111,11 +118,16 @@ def make_plan(
                 size=info.size if info else None,
             )
         )
+    pruned = []
+    for reason, column, removed in first_reasons:
+        gone = frozenset(removed - keep)
+        if gone:
+            pruned.append(PrunedPartition(reason=reason, column=column, labels=gone))
     return ScanPlan(
         version=version,
         predicates=dnf,
         files=tuple(files),
-        pruned=tuple(p for label, p in pruned.items() if label not in keep),
+        pruned=tuple(pruned),
         requests=requests,
         request_keys=request_keys,
     )
@@ -128,46 +140,31 @@ def _conjunction(
     schema: pa.Schema,
     partition_values: Callable[[str], tuple[tuple[str, Any], ...]],
     indices: Mapping[str, IndexLookup],
-    pruned: dict[str, PrunedPartition],
+    reasons: list[tuple[str, str, set[str]]],
 ) -> set[str]:
+    """Labels satisfying one conjunction; ``reasons`` gets (reason, column, removed) steps."""
     keys = set(doc.partition_keys)
-    candidates: set[str] | None = None
+    current = set(labels)
     for lit in conj:
         if lit.column in indices and lit.op != "is null":
             hits = indices[lit.column].lookup(lit)
-            base = set(labels) if candidates is None else candidates
-            for label in base - hits:
-                pruned.setdefault(
-                    label, PrunedPartition(label=label, reason=BY_INDEX, column=lit.column)
-                )
-            candidates = base & hits
-    current = labels if candidates is None else [x for x in labels if x in candidates]
+            reasons.append((BY_INDEX, lit.column, current - hits))
+            current &= hits
     for lit in conj:
-        if lit.column not in keys:
-            continue
-        kept = []
-        for label in current:
-            value = dict(partition_values(label))[lit.column]
-            if eval_scalar(lit, value):
-                kept.append(label)
-            else:
-                pruned.setdefault(
-                    label, PrunedPartition(label=label, reason=BY_PARTITION, column=lit.column)
-                )
-        current = kept
+        if lit.column in keys:
+            kept = {x for x in current if eval_scalar(lit, dict(partition_values(x))[lit.column])}
+            reasons.append((BY_PARTITION, lit.column, current - kept))
+            current = kept
     for lit in conj:
         if lit.column in keys:
             continue
         t = schema.field(lit.column).type
-        kept = []
+        kept = set()
         for label in current:
-            info = doc.files.get(label)
+            info = doc.files.get(label, None)
             st = decode_stats(info.stats, lit.column, t) if info else None
-            if st is None or eval_stats(lit, st[0], st[1], st[2], info.rows):  # type: ignore[union-attr]
-                kept.append(label)
-            else:
-                pruned.setdefault(
-                    label, PrunedPartition(label=label, reason=BY_STATS, column=lit.column)
-                )
+            if info is None or st is None or eval_stats(lit, st[0], st[1], st[2], info.rows):
+                kept.add(label)
+        reasons.append((BY_STATS, lit.column, current - kept))
         current = kept
-    return set(current)
+    return current

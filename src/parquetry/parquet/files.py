@@ -87,6 +87,8 @@ def open_parquet(
     try:
         parquet_file = pq.ParquetFile(
             file,
+            # Spark's default INT96 timestamps overflow nanoseconds outside 1677-2262.
+            coerce_int96_timestamp_unit="us",
             decryption_properties=(
                 decryption.file_decryption_properties() if decryption is not None else None
             ),

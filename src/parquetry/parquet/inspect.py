@@ -23,6 +23,7 @@ from parquetry.parquet.footer_types import (
     decode_stat,
     logical_type_name,
 )
+from parquetry.parquet.inspect_lint import lint
 
 if TYPE_CHECKING:
     from parquetry.store.base import Store
@@ -70,6 +71,7 @@ class ChunkReport:
     has_column_index: bool
     has_offset_index: bool
     has_bloom_filter: bool
+    dictionary_fallback: bool  # some data pages dictionary-encoded, some PLAIN
     encrypted: bool
 
 
@@ -115,6 +117,7 @@ class FileReport:
     row_groups: tuple[RowGroupReport, ...]
     columns: tuple[ColumnSummary, ...]
     encryption: EncryptionReport | None
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A stable JSON document (keys never renamed within :data:`REPORT_FORMAT`)."""
@@ -179,6 +182,7 @@ def build_report(raw: RawFooter, key: str) -> FileReport:
             encrypted_columns=tuple((c.path, c.key_id) for c in raw.encrypted_columns()),
         )
     created_by = meta.get(6)
+    columns = _summaries(schema, row_groups, raw.file_size)
     return FileReport(
         key=key,
         file_size=raw.file_size,
@@ -192,8 +196,9 @@ def build_report(raw: RawFooter, key: str) -> FileReport:
         ),
         schema=schema,
         row_groups=row_groups,
-        columns=_summaries(schema, row_groups, raw.file_size),
+        columns=columns,
         encryption=encryption,
+        warnings=lint(schema, row_groups),
     )
 
 
@@ -302,8 +307,15 @@ def _chunk(
         has_column_index=chunk.get(6) is not None,
         has_offset_index=chunk.get(4) is not None,
         has_bloom_filter=meta.get(14) is not None,
+        dictionary_fallback=_fell_back(meta.get(13) or []),
         encrypted=encrypted,
     )
+
+
+def _fell_back(encoding_stats: list[dict[int, Any]]) -> bool:
+    """PageEncodingStats: data pages (types 0 and 3) both dictionary-encoded and not."""
+    data_encodings = {s.get(2) for s in encoding_stats if s.get(1) in (0, 3) and s.get(3, 0)}
+    return bool(data_encodings & {2, 8}) and bool(data_encodings - {2, 8})
 
 
 def _summaries(

@@ -140,6 +140,12 @@ def render_report(report: FileReport) -> list[Any]:
                 f"{total.share_of_file:.1%}",
             )
         out.append(summary)
+    if report.warnings:
+        warnings = Table(title="Warnings", show_header=False)
+        warnings.add_column("warning", style="yellow")
+        for warning in report.warnings:
+            warnings.add_row(warning)
+        out.append(warnings)
     return out
 
 

@@ -235,4 +235,5 @@ def _looks_unique(column: pa.ChunkedArray) -> bool:
         return False
     head = column.slice(0, _PROBE_ROWS)
     present = len(head) - head.null_count
-    return present > 0 and pc.count_distinct(head).as_py() >= _UNIQUE_PROBE_RATIO * present
+    distinct: int = pc.count_distinct(head).as_py()
+    return bool(present > 0 and distinct >= _UNIQUE_PROBE_RATIO * present)

@@ -183,12 +183,8 @@ class ParquetStreamWriter:
     def stats(self) -> FileStats | None:
         """Statistics of the rows written so far (ParquetSchema streams only)."""
         if self._stats is None and self._compiled is not None:
-            return FileStats(
-                row_count=0,
-                columns=compute_stats(
-                    self._compiled.schema.fields, self._compiled.arrow_schema.empty_table()
-                ).columns,
-            )
+            empty = self._compiled.arrow_schema.empty_table()
+            return compute_stats(self._compiled.schema.fields, empty)
         return self._stats
 
     def __enter__(self) -> ParquetStreamWriter:

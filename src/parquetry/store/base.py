@@ -198,10 +198,16 @@ class Store(ABC):
         if isinstance(data, bytearray):
             data = bytes(data)
         elif not isinstance(data, bytes | memoryview):
-            raise InvalidArgument(
-                f"put({key!r}) needs bytes, bytearray or memoryview, got {type(data).__name__}",
-                key=key,
-            )
+            try:
+                # Any buffer (pa.Buffer, numpy arrays...) is bytes-like: take it without a copy.
+                data = memoryview(data)
+            except TypeError:
+                raise InvalidArgument(
+                    f"put({key!r}) needs a bytes-like object, got {type(data).__name__}",
+                    key=key,
+                ) from None
+        if isinstance(data, memoryview) and (data.format != "B" or not data.c_contiguous):
+            data = data.cast("B") if data.c_contiguous else memoryview(data.tobytes())
         return self._put(key, data, mode, expected_version)
 
     def delete(self, key: str, *, missing_ok: bool = False) -> None:
