@@ -26,7 +26,6 @@ from parquetry.dataset.naming import (
     METADATA_FORMATS,
     metadata_key,
     validate_uuid,
-    version_key,
 )
 from parquetry.dataset.ops import change_maker, partition_values_of
 from parquetry.dataset.plan import PlannedFile, ScanPlan, make_plan
@@ -35,16 +34,15 @@ from parquetry.dataset.read import read_planned_file
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.versions import (
     LoadedState,
+    check_current_incarnation,
+    history,
     latest_version_number,
-    list_version_numbers,
     load_latest,
     load_version,
-    read_pointer,
 )
 from parquetry.dataset.write import FileDescription, iter_input, storage_schema, write_files
 from parquetry.errors import (
     AlreadyExists,
-    DatasetNotFound,
     InvalidArgument,
     UnknownColumn,
 )
@@ -83,7 +81,7 @@ class Dataset:
         if version is None:
             return cls(store, load_latest(store, uuid))
         doc = load_version(store, uuid, version)
-        _check_current_incarnation(store, uuid, doc, version)
+        check_current_incarnation(store, uuid, doc, version)
         state = LoadedState(doc=doc, number=version, foreign=False, pointer_format=None, requests=1)
         return cls(store, state)
 
@@ -141,16 +139,7 @@ class Dataset:
 
     def versions(self) -> list[VersionInfo]:
         """The retained history, oldest first (one GET per version)."""
-        out: list[VersionInfo] = []
-        for n in reversed(list_version_numbers(self.store, self.uuid)):
-            try:
-                doc = load_version(self.store, self.uuid, n)
-            except DatasetNotFound:
-                continue
-            if doc.version is None or (out and doc.version.epoch != out[0].epoch):
-                continue
-            out.append(doc.version)
-        return out[::-1]
+        return history(self.store, self.uuid)
 
     # --- creating ------------------------------------------------------------------------
 
@@ -479,17 +468,3 @@ class Dataset:
             self.store.delete(metadata_key(self.uuid, fmt), missing_ok=True)
         keys = [m.key for m in self.store.list(self.uuid)]
         self.store.delete_many(keys, missing_ok=True)
-
-
-def _check_current_incarnation(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:
-    """Versions of a deleted (and re-created) dataset are not part of the current history."""
-    try:
-        current, _, _ = read_pointer(store, uuid)
-    except DatasetNotFound:
-        raise DatasetNotFound(f"dataset {uuid!r} was deleted (version {number} remains)") from None
-    ours = current.version is not None and doc.version is not None
-    if ours and current.version.epoch != doc.version.epoch:  # type: ignore[union-attr]
-        raise DatasetNotFound(
-            f"version {number} belongs to a deleted earlier dataset {uuid!r}",
-            key=version_key(uuid, number),
-        )

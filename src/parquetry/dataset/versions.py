@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from parquetry.dataset.metadata import DatasetDocument, decode_document
+from parquetry.dataset.metadata import DatasetDocument, VersionInfo, decode_document
 from parquetry.dataset.naming import (
     common_metadata_key,
     label_from_key,
@@ -26,6 +26,8 @@ from parquetry.store import Store
 
 __all__ = [
     "LoadedState",
+    "check_current_incarnation",
+    "history",
     "TOMBSTONE_KEY",
     "latest_version_number",
     "list_version_numbers",
@@ -171,3 +173,31 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
 
 def tombstone_bytes(number: int, expired_at: str) -> bytes:
     return json.dumps({TOMBSTONE_KEY: {"number": number, "expired_at": expired_at}}).encode()
+
+
+def history(store: Store, uuid: str) -> list[VersionInfo]:
+    """Retained versions of the current incarnation, oldest first (one GET each)."""
+    out: list[VersionInfo] = []
+    for n in reversed(list_version_numbers(store, uuid)):
+        try:
+            doc = load_version(store, uuid, n)
+        except DatasetNotFound:
+            continue
+        if doc.version is None or (out and doc.version.epoch != out[0].epoch):
+            continue
+        out.append(doc.version)
+    return out[::-1]
+
+
+def check_current_incarnation(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:
+    """Versions of a deleted (and re-created) dataset are not part of the current history."""
+    try:
+        current, _, _ = read_pointer(store, uuid)
+    except DatasetNotFound:
+        raise DatasetNotFound(f"dataset {uuid!r} was deleted (version {number} remains)") from None
+    ours = current.version is not None and doc.version is not None
+    if ours and current.version.epoch != doc.version.epoch:  # type: ignore[union-attr]
+        raise DatasetNotFound(
+            f"version {number} belongs to a deleted earlier dataset {uuid!r}",
+            key=version_key(uuid, number),
+        )
