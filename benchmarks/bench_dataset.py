@@ -78,6 +78,8 @@ def bench_write(table: pa.Table, root: Path) -> dict[str, float]:
             existing_data_behavior="overwrite_or_ignore",
             # one open writer per partition (the default 1,024 thrashes: 10x more files)
             max_open_files=15_000,
+            # buffer a partition's rows into one row group, like Dataset.create writes
+            min_rows_per_group=1_000_000,
         )
     )
     return {"create": t_ours, "write_files": t_files, "pyarrow": t_pa}

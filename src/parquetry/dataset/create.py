@@ -40,7 +40,7 @@ def create_from_files(
     for col in (*partition_on, *secondary_indices):
         if col not in schema.names:
             raise UnknownColumn(f"column {col!r} is not in the schema", column=col)
-    number = _first_version_number(store, uuid)
+    number = _first_version_number(store, uuid, table)
     put_common_metadata(store, uuid, table, schema, partition_on, replace_stale=number > 0)
     user = dict(metadata or {})
     creation = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0).isoformat()
@@ -78,19 +78,22 @@ def create_from_files(
     )
 
 
-def _first_version_number(store: Store, uuid: str) -> int:
+def _first_version_number(store: Store, uuid: str, table: str) -> int:
     """0, or the number after the versions a deleted incarnation of ``uuid`` left behind.
 
     kartothek's ``delete_dataset`` (and an interrupted delete) leave ``<uuid>/_versions``.
-    Version numbers are never reused, so a new incarnation starts after them; recent
-    leftovers may be a concurrent create that has not published its pointer yet.
+    Version numbers are never reused, so a new incarnation starts after them. Recent
+    leftovers whose schema file still exists may be a concurrent create that has not
+    published its pointer yet (a create writes the schema file before version 0; every
+    delete removes it).
     """
     if not store.exists(version_key(uuid, 0)):
         return 0
     newest, number, _ = roll_forward(store, uuid, 0)
     if newest is None:
         newest = load_version_or_none(store, uuid, number)
-    if newest is not None and newest.version is not None:
+    alive = store.exists(common_metadata_key(uuid, table))
+    if alive and newest is not None and newest.version is not None:
         committed = dt.datetime.fromisoformat(newest.version.committed_at)
         if dt.datetime.now(dt.UTC) - committed < LEFTOVER_GRACE:
             raise AlreadyExists(

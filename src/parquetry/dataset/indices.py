@@ -24,6 +24,9 @@ from parquetry.dataset.schema import normalise_type
 from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound
 from parquetry.store import PutMode, Store
 
+#: Appends up to this many (value, label) rows merge incrementally into an existing index.
+INCREMENTAL_MAX_ROWS = 100_000
+
 __all__ = [
     "IndexData",
     "IndexLookup",
@@ -121,7 +124,10 @@ def merge_index(
     t: pa.DataType,
 ) -> IndexData:
     """The index after removing ``removed_labels`` and adding ``(value, label)`` rows."""
-    parts = [added.select(["value", "label"])]
+    added = added.select(["value", "label"]).cast(pa.schema([("value", t), ("label", pa.string())]))
+    if base is not None and not removed_labels and added.num_rows <= INCREMENTAL_MAX_ROWS:
+        return _merge_small(column, base, added, t)
+    parts = [added]
     if base is not None:
         old = base.pairs()
         if old.column("value").type != t:
@@ -139,6 +145,33 @@ def merge_index(
         column=column,
         values=grouped.column("value").combine_chunks(),
         labels=grouped.column("label_distinct").combine_chunks().cast(pa.list_(pa.string())),
+    )
+
+
+def _merge_small(column: str, base: IndexData, added: pa.Table, t: pa.DataType) -> IndexData:
+    """Append-only merge touching just the appended values (the index can have millions)."""
+    added = added.filter(pc.is_valid(added.column("value")))
+    values = base.values.cast(t) if base.values.type != t else base.values
+    if added.num_rows == 0:
+        return IndexData(column=column, values=values, labels=base.labels)
+    fresh = added.group_by("value", use_threads=False).aggregate([("label", "distinct")])
+    new_values = fresh.column("value").combine_chunks()
+    new_lists = fresh.column("label_distinct").to_pylist()
+    positions = pc.index_in(new_values, value_set=values).to_pylist()
+    touched = [p for p in positions if p is not None]
+    merged_lists = []
+    for pos, extra in zip(positions, new_lists, strict=True):
+        old = base.labels[pos].as_py() if pos is not None else []
+        merged_lists.append(old + [lbl for lbl in extra if lbl not in old])
+    keep = pc.invert(
+        pc.is_in(pa.array(range(len(values)), pa.int64()), value_set=pa.array(touched, pa.int64()))
+    )
+    return IndexData(
+        column=column,
+        values=pa.concat_arrays([values.filter(keep), new_values]),
+        labels=pa.concat_arrays(
+            [base.labels.filter(keep), pa.array(merged_lists, type=pa.list_(pa.string()))]
+        ),
     )
 
 

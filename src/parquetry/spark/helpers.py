@@ -78,6 +78,20 @@ def _store_and_options(
     return opened, options
 
 
+def _activate(spark: SparkSession) -> None:
+    """Make ``spark`` the JVM's active session on this thread, with ``parquetry`` registered.
+
+    Spark looks Python data sources up in the *active* session, which a py4j thread other than
+    the one that created the session does not have (``DATA_SOURCE_NOT_FOUND``).
+    """
+    from parquetry.spark.source import register
+
+    jvm = spark.sparkContext._jvm
+    if jvm is not None:
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    register(spark)
+
+
 def write_dataset(
     df: DataFrame,
     store: Store | str,
@@ -106,6 +120,7 @@ def write_dataset(
     from parquetry.dataset import Dataset
 
     opened, options = _store_and_options(store, store_options)
+    _activate(df.sparkSession)
     writer = df.write.format("parquetry").options(**options).option("dataset", uuid)
     writer = writer.option("partition_on", ",".join(partition_on))
     writer = writer.option("secondary_indices", ",".join(secondary_indices))
@@ -151,9 +166,7 @@ def read_dataset(
         if native or len(groups) <= MAX_NATIVE_PARTITIONS:
             df = _native_read(spark, dataset, groups)
             return df.filter(condition) if condition is not None else df
-    from parquetry.spark.source import register
-
-    register(spark)
+    _activate(spark)
     reader = spark.read.format("parquetry").options(**options).option("dataset", uuid)
     if version is not None:
         reader = reader.option("version", str(version))

@@ -79,13 +79,37 @@ def chunks_of_rows(
         yield pa.Table.from_batches(pending)
 
 
+def _with_dataset_layout(options: SourceOptions) -> SourceOptions:
+    """Options completed with an existing dataset's partition keys and indices.
+
+    An append that names none must still split rows the way the dataset is partitioned.
+    """
+    from dataclasses import replace
+
+    from parquetry.dataset import Dataset
+
+    if options.partition_on and options.secondary_indices:
+        return options
+    assert options.dataset is not None
+    store = options.open_store()
+    if not Dataset.exists(store, options.dataset):
+        return options
+    existing = Dataset.open(store, options.dataset)
+    return replace(
+        options,
+        partition_on=options.partition_on or existing.partition_keys,
+        secondary_indices=options.secondary_indices or existing.secondary_indices,
+    )
+
+
 class DatasetArrowWriter(DataSourceArrowWriter):
     """Writes kartothek-format data files per task; ``commit`` adds them in one commit."""
 
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
-        self.options = options
+        self.options = _with_dataset_layout(options)
         self.overwrite = overwrite
         self.arrow_schema = spark_to_arrow_schema(schema)
+        options = self.options
         missing = [
             c
             for c in (*options.partition_on, *options.secondary_indices)
