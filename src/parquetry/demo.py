@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,20 +55,6 @@ def _store_url(store_url: str | None) -> str:
     if "://" not in store_url:
         return Path(store_url).resolve().as_uri()
     return store_url
-
-
-def _csv_bytes(df: Any) -> int:
-    """Bytes of ``df`` as CSV, nested columns JSON-encoded the way the seed article did."""
-    from pyspark.sql import functions as F
-
-    nested = {"address", "notes", "items"}
-    flat = df.select(*[F.to_json(c).alias(c) if c in nested else F.col(c) for c in df.columns])
-    target = tempfile.mkdtemp(prefix="parquetry-demo-csv-")
-    try:
-        flat.write.mode("overwrite").option("header", "true").csv(target)
-        return sum(p.stat().st_size for p in Path(target).rglob("*.csv"))
-    finally:
-        shutil.rmtree(target, ignore_errors=True)
 
 
 def _inspect_lines(store: Any, key: str) -> list[str]:
@@ -121,12 +105,11 @@ def run_demo(
             Spark's workers.
         spark: an existing SparkSession (default: :func:`parquetry.spark.local_session`).
     """
-    from pyspark.sql import functions as F
-
     from parquetry.dataset import Dataset
     from parquetry.snapshot import ParquetDatasetStore
     from parquetry.spark import local_session, read_dataset, register, write_dataset
     from parquetry.spark.orders import generate_orders
+    from parquetry.spark.pipeline import csv_bytes, order_lines, revenue_per_day_sku, top_revenue
     from parquetry.store import open_store
 
     started = time.perf_counter()
@@ -165,8 +148,7 @@ def run_demo(
     out(f"\nOrders of customer {customer!r}:")
     out(_plan_line(plan, total_files))
     found = read_dataset(spark, url, DATASET, predicates=by_customer, **options)
-    shown = found.select("order_id", "created_at", "order_date", F.size("items").alias("items"))
-    customer_rows = shown.orderBy("created_at").collect()
+    customer_rows = order_lines(found).collect()
     for row in customer_rows[:10]:
         out(f"  {row.order_id}  {row.created_at:%Y-%m-%d %H:%M}  {row.items} item(s)")
     out(f"  {len(customer_rows)} order(s)")
@@ -185,28 +167,13 @@ def run_demo(
 
     step("aggregating revenue per day and SKU")
     orders = read_dataset(spark, url, DATASET, **options)
-    revenue = (
-        orders.select("order_date", "discount", F.explode("items").alias("item"))
-        .select(
-            "order_date",
-            F.col("item.sku").alias("sku"),
-            (
-                F.col("item.quantity")
-                * F.col("item.price")
-                * (1 - F.coalesce(F.col("discount"), F.lit(0.0)) / 100)
-            ).alias("revenue"),
-        )
-        .groupBy("order_date", "sku")
-        .agg(F.round(F.sum("revenue"), 2).alias("revenue"), F.count("*").alias("lines"))
-        .orderBy("order_date", "sku")
-        .coalesce(1)
-    )
+    revenue = revenue_per_day_sku(orders)
     run_id = f"demo-{datetime.datetime.now(datetime.UTC):%Y%m%dT%H%M%SZ}"
     revenue.write.format("parquetry").option("store", url).options(**_spark_options(options)) \
         .option("layout", "snapshot").option("key", SNAPSHOT).option("run_id", run_id) \
         .mode("overwrite").save()  # fmt: skip
     manifest = ParquetDatasetStore(store).read_manifest(SNAPSHOT)
-    top = revenue.orderBy(F.desc("revenue")).limit(3).collect()
+    top = top_revenue(revenue)
     out(f"\nRevenue per day and SKU -> snapshot {SNAPSHOT!r} ({manifest.row_count:,} rows); top 3:")
     for row in top:
         out(f"  {row.order_date}  {row.sku}  {row.revenue:>14,.2f}  ({row.lines:,} lines)")
@@ -223,9 +190,9 @@ def run_demo(
     for line in _inspect_lines(store, dataset.plan().files[0].key):
         out(line)
     lake_bytes = sum(m.size for m in store.list(f"{DATASET}/"))
-    csv_bytes = _csv_bytes(orders)
-    out(f"\nLake: {lake_bytes:,} bytes; the same orders as CSV: {csv_bytes:,} bytes "
-        f"({csv_bytes / max(lake_bytes, 1):.1f}x larger)")  # fmt: skip
+    csv_size = csv_bytes(orders)
+    out(f"\nLake: {lake_bytes:,} bytes; the same orders as CSV: {csv_size:,} bytes "
+        f"({csv_size / max(lake_bytes, 1):.1f}x larger)")  # fmt: skip
     seconds = time.perf_counter() - started
     out(f"Done in {seconds:.0f} s.")
     return DemoResult(
@@ -240,7 +207,7 @@ def run_demo(
         total_files=total_files,
         revenue_rows=manifest.row_count,
         lake_bytes=lake_bytes,
-        csv_bytes=csv_bytes,
+        csv_bytes=csv_size,
         seconds=seconds,
     )
 

@@ -17,7 +17,6 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from parquetry.dataset.plan import PlannedFile
-from parquetry.dataset.schema import INDEX_LEVEL_PREFIX
 from parquetry.errors import MetadataCorrupted, NotFound, SchemaMismatch
 from parquetry.store import Store
 
@@ -81,7 +80,3 @@ def read_planned_file(
     if row_filter is not None:
         out = pads.dataset(out).to_table(filter=row_filter)
     return out.select(names)
-
-
-def drop_index_columns(names: Sequence[str]) -> list[str]:
-    return [n for n in names if not n.startswith(INDEX_LEVEL_PREFIX)]
