@@ -20,7 +20,6 @@ from kt_support import (
 )
 
 from parquetry import Dataset
-from parquetry.errors import AlreadyExists
 from parquetry.store import LocalStore
 
 pytestmark = pytest.mark.kartothek
@@ -46,12 +45,6 @@ def test_parquetry_plans_with_an_index_kartothek_built(
     assert len(ds.plan(predicates).files) == len(cells), "kartothek's index did not prune"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AlreadyExists,
-    reason="kartothek's delete_dataset leaves <uuid>/_versions/ and parquetry refuses to "
-    "create the uuid again (kartothek-findings A; dataset helper to fix)",
-)
 def test_uuid_can_be_created_again_after_kartothek_delete(
     kartothek: Kartothek, tmp_path: Path
 ) -> None:

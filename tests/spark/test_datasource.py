@@ -173,3 +173,16 @@ def test_reusing_a_dataframe_after_a_filtered_query(spark: Any, lake: str) -> No
     df = _source(spark, lake, dataset="reuse").load()
     assert df.filter("id < 10").count() == 10
     assert df.count() == 100
+
+
+def test_empty_dataframes_commit_empty_datasets(spark: Any, lake: str) -> None:
+    empty = spark.range(0).selectExpr("id", "cast(id as string) as part")
+    empty.write.format("parquetry").option("store", lake).option("layout", "snapshot").option(
+        "key", "empty"
+    ).mode("overwrite").save()
+    assert ParquetDatasetStore(open_store(lake)).read_manifest("empty").row_count == 0
+    assert _source(spark, lake, layout="snapshot", key="empty").load().count() == 0
+    ds = write_dataset(empty, lake, "empty", partition_on=("part",))
+    assert ds.read().num_rows == 0
+    assert ds.partition_keys == ("part",)
+    assert _source(spark, lake, dataset="empty").load().columns == ["id", "part"]

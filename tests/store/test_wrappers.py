@@ -137,3 +137,15 @@ def test_faulty_store_without_faults_counts_calls() -> None:
     store.get("k")
     assert store.calls == 2
     assert not store.failed
+
+
+def test_counting_store_counts_failed_requests() -> None:
+    from parquetry.errors import NotFound
+
+    store = CountingStore(MemoryStore())
+    with pytest.raises(NotFound):
+        store.get("missing")
+    with pytest.raises(NotFound):
+        store.get_range("missing", 0, 10)
+    assert store.counts == {"get": 1, "get_range": 1}
+    assert store.bytes_read == 0

@@ -314,7 +314,9 @@ def _explain(
             "rows": plan.rows,
             "bytes": sum(f.size or 0 for f in plan.files),
             "pruned": [
-                {"partition": p.label, "reason": p.reason, "column": p.column} for p in plan.pruned
+                {"partition": label, "reason": p.reason, "column": p.column}
+                for p in plan.pruned
+                for label in sorted(p.labels)
             ],
             "requests": plan.requests,
             "request_keys": list(plan.request_keys),

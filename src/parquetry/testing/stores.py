@@ -61,20 +61,29 @@ class CountingStore(WrapperStore):
             self.bytes_written += written
             self.log.append((kind, key))
 
+    def _add_read(self, n: int) -> None:
+        with self._lock:
+            self.bytes_read += n
+
+    # A request counts when it is attempted, so a miss (NotFound) costs a request too.
+
     def _get(self, key: str) -> bytes:
+        self._count("get", key)
         data = self.inner._get(key)
-        self._count("get", key, read=len(data))
+        self._add_read(len(data))
         return data
 
     def _get_range(self, key: str, start: int, end: int) -> bytes:
+        self._count("get_range", key)
         data = self.inner._get_range(key, start, end)
-        self._count("get_range", key, read=len(data))
+        self._add_read(len(data))
         return data
 
     def _get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        for _ in ranges:
+            self._count("get_range", key)
         parts = self.inner._get_ranges(key, ranges)
-        for part in parts:
-            self._count("get_range", key, read=len(part))
+        self._add_read(sum(len(p) for p in parts))
         return parts
 
     def _head(self, key: str) -> ObjectMeta:
