@@ -283,3 +283,19 @@ def test_recreate_after_delete_that_left_versions(any_store: Store) -> None:
     assert ds.version == 3
     assert Dataset.open(any_store, "re").read().num_rows == 5
     assert [v.operation for v in ds.versions()] == ["create"]
+
+
+def test_commit_files_rejects_files_of_another_partition_layout() -> None:
+    import pyarrow as pa
+
+    from parquetry.dataset import Dataset, write_files
+    from parquetry.errors import InvalidArgument
+    from parquetry.store import MemoryStore
+
+    store = MemoryStore()
+    table = pa.table({"day": ["d1", "d2"], "v": [1, 2]})
+    Dataset.create(store, "parts", table, partition_on=["day"])
+    loose = write_files(store, "parts", table)  # written without the partition column split
+    with pytest.raises(InvalidArgument, match="partitioned on"):
+        Dataset.commit_files(store, "parts", loose, mode="append")
+    assert Dataset.open(store, "parts").read().num_rows == 2

@@ -256,6 +256,14 @@ class Dataset:
             raise InvalidArgument(
                 f"dataset {uuid!r} is partitioned on {ds.partition_keys}, not {tuple(partition_on)}"
             )
+        for f in files:
+            keys = tuple(k for k, _ in f.partition)
+            if keys != ds.partition_keys:
+                raise InvalidArgument(
+                    f"file {f.key} is partitioned on {keys}, but dataset {uuid!r} is "
+                    f"partitioned on {ds.partition_keys}",
+                    key=f.key,
+                )
         everything = mode == "overwrite"
         return ds._commit(
             files,
