@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,3 +66,20 @@ def store_factory(
         return open_store(server.url(), **server.options())
 
     return make
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The one local[2,2] SparkSession of the run (2 attempts per task, for retry tests).
+
+    Spark keeps one context per process and ``getOrCreate`` returns it whatever the settings
+    asked for, so every test package shares this one (its workers run this interpreter).
+    """
+    pytest.importorskip("pyspark")
+    from parquetry.spark import local_session
+
+    session = local_session("local[2,2]", app_name="parquetry-tests")
+    try:
+        yield session
+    finally:
+        session.stop()

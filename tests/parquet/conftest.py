@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # pyspark 4.x warns about pandas 3 on import; not ours to fix.
-    config.addinivalue_line(
-        "filterwarnings", "ignore:PySpark does not yet fully support pandas:FutureWarning"
-    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -26,23 +18,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def parquet_spark() -> Iterator[Any]:
-    """A local[2] SparkSession with 1 GiB of driver memory, UTC session time, no UI."""
-    pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("parquetry-parquet-tests")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
+def parquet_spark(spark: Any) -> Any:
+    """The run's shared local SparkSession (UTC session time, see tests/conftest.py)."""
+    return spark
