@@ -17,7 +17,9 @@ from parquetry.dataset.schema import common_metadata_bytes
 from parquetry.store import LocalStore
 from parquetry.testing import CountingStore
 
-REF = Path("/work/shared/reference-data/kartothek")
+# shared/ sits beside the checkout (CI clones main next to it).
+_SHARED = Path(__file__).resolve().parents[3] / "shared"
+REF = _SHARED / "reference-data/kartothek"
 pytestmark = pytest.mark.skipif(not REF.exists(), reason="kartothek reference data missing")
 
 ALL_ROWS = {  # demo_json as kartothek wrote it: label -> product_id, value

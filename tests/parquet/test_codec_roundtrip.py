@@ -29,7 +29,9 @@ from parquetry.codec import (
 )
 
 UTC = dt.UTC
-KARTOTHEK = Path("/work/shared/reference-data/kartothek/arrow-compat")
+# shared/ sits beside the checkout (CI clones main next to it).
+_SHARED = Path(__file__).resolve().parents[3] / "shared"
+KARTOTHEK = _SHARED / "reference-data/kartothek/arrow-compat"
 
 ALL = ParquetSchema(
     [
