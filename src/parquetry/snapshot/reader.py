@@ -10,6 +10,7 @@ one of the two, so the read is retried instead of returning a mix.
 from __future__ import annotations
 
 import base64
+import mmap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,7 +154,7 @@ def _present_parts(
 
 def _fetch(store: Store, part: _Part) -> pq.ParquetFile:
     """Whole-object get: one request per part when every column is read anyway."""
-    return _parse(part, lambda: pa.BufferReader(_get(store, part.key)))
+    return _parse(part, lambda: pa.BufferReader(pa.py_buffer(_get(store, part.key))))
 
 
 def _open(store: Store, part: _Part) -> pq.ParquetFile:
@@ -161,9 +162,10 @@ def _open(store: Store, part: _Part) -> pq.ParquetFile:
     return _parse(part, lambda: store.open(part.key, size=part.size))
 
 
-def _get(store: Store, key: str) -> bytes:
+def _get(store: Store, key: str) -> bytes | mmap.mmap:
     try:
-        return store.get(key)
+        # Zero-copy on local disk (a memory map), a plain get elsewhere.
+        return store.read_buffer(key)
     except NotFound:
         raise DatasetIncomplete(f"part {key!r} vanished while being read", key=key) from None
 

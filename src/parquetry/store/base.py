@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import mmap
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -127,6 +128,13 @@ class Store(ABC):
         """Return the whole object. Raises NotFound."""
         self.require(Capability.READ)
         return self._get(validate_key(key))
+
+    def read_buffer(self, key: str) -> bytes | mmap.mmap:
+        """The whole object as a read-only buffer, without a copy where the backend can (a
+        memory map on local disk). Its content is the object's when the call was made, even
+        if the object is replaced or deleted afterwards. Raises NotFound."""
+        self.require(Capability.READ)
+        return self._read_buffer(validate_key(key))
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Return bytes ``[start, end)``; a range past the end is cut at the end.
@@ -282,6 +290,9 @@ class Store(ABC):
 
     @abstractmethod
     def _get(self, key: str) -> bytes: ...
+
+    def _read_buffer(self, key: str) -> bytes | mmap.mmap:
+        return self._get(key)
 
     @abstractmethod
     def _get_range(self, key: str, start: int, end: int) -> bytes: ...

@@ -22,6 +22,7 @@ and a temporary file left by a crashed writer changes nothing but disk usage.
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import stat
 import uuid
@@ -97,6 +98,19 @@ class LocalStore(Store):
         try:
             with open(self._prefix + key, "rb") as f:
                 return f.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise self._not_found(key) from None
+        except OSError as exc:
+            raise self._os_error(key, exc) from exc
+
+    def _read_buffer(self, key: str) -> bytes | mmap.mmap:
+        # A map of the inode open now: replacing the key renames a new file over the name and
+        # never writes into this one, so the map keeps this version's bytes.
+        try:
+            with open(self._prefix + key, "rb") as f:
+                if os.fstat(f.fileno()).st_size == 0:
+                    return b""
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise self._not_found(key) from None
         except OSError as exc:

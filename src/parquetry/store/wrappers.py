@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -38,6 +39,9 @@ class WrapperStore(Store):
 
     def _get(self, key: str) -> bytes:
         return self.inner._get(key)
+
+    def _read_buffer(self, key: str) -> bytes | mmap.mmap:
+        return self.inner._read_buffer(key)
 
     def _get_range(self, key: str, start: int, end: int) -> bytes:
         return self.inner._get_range(key, start, end)

@@ -100,6 +100,17 @@ class StoreConformance(WriteChecks, ListingChecks, RaceChecks):
             writer.put("k", "text")  # type: ignore[arg-type]
         assert not writer.exists("k")
 
+    def test_read_buffer(self, store: Store, writer: Store) -> None:
+        writer.put("buf/k", _PAYLOAD)
+        writer.put("buf/empty", b"")
+        buf = store.read_buffer("buf/k")
+        assert bytes(buf) == _PAYLOAD
+        writer.put("buf/k", b"replaced")  # a buffer keeps the version it was taken from
+        assert bytes(buf) == _PAYLOAD
+        assert bytes(store.read_buffer("buf/empty")) == b""
+        with pytest.raises(NotFound):
+            store.read_buffer("buf/missing")
+
     def test_get_missing(self, store: Store) -> None:
         with pytest.raises(NotFound, match="'no/such'") as info:
             store.get("no/such")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -70,6 +71,12 @@ class CountingStore(WrapperStore):
     def _get(self, key: str) -> bytes:
         self._count("get", key)
         data = self.inner._get(key)
+        self._add_read(len(data))
+        return data
+
+    def _read_buffer(self, key: str) -> bytes | mmap.mmap:
+        self._count("get", key)
+        data = self.inner._read_buffer(key)
         self._add_read(len(data))
         return data
 
@@ -181,6 +188,10 @@ class FaultyStore(WrapperStore):
     def _get(self, key: str) -> bytes:
         self._check("get", key)
         return self.inner._get(key)
+
+    def _read_buffer(self, key: str) -> bytes | mmap.mmap:
+        self._check("get", key)
+        return self.inner._read_buffer(key)
 
     def _get_range(self, key: str, start: int, end: int) -> bytes:
         self._check("get_range", key)
