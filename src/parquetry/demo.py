@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +106,9 @@ def run_demo(
             Spark's workers.
         spark: an existing SparkSession (default: :func:`parquetry.spark.local_session`).
     """
+    # pyspark 4.3 warns on import that pandas 3 is not fully supported; the demo uses no
+    # pandas API, so the warning would only confuse its reader.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     from parquetry.dataset import Dataset
     from parquetry.snapshot import ParquetDatasetStore
     from parquetry.spark import local_session, read_dataset, register, write_dataset
@@ -119,7 +123,11 @@ def run_demo(
     store = open_store(url, **options)
 
     step("starting Spark (local[2])")
-    spark = spark or local_session()
+    if spark is None:
+        spark = local_session()
+        # The demo prints its own progress; Spark's warnings (e.g. the size of the tasks that
+        # ship the generated data) would only bury it.
+        spark.sparkContext.setLogLevel("ERROR")
     register(spark)
 
     step(f"generating {rows:,} orders")

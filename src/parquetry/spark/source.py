@@ -86,4 +86,8 @@ def register(spark: SparkSession) -> None:
     Turn on ``spark.sql.python.filterPushdown.enabled`` to let filters prune partitions and
     files; without it reads still work but every planned file is read.
     """
+    # Registering again works but makes Spark log a warning each time: once per session.
+    if getattr(spark, "_parquetry_registered", False):
+        return
     spark.dataSource.register(ParquetryDataSource)
+    spark._parquetry_registered = True  # type: ignore[attr-defined]
