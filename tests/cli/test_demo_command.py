@@ -25,7 +25,8 @@ def test_demo_command_builds_the_lake(spark: Any, tmp_path: Path) -> None:
     assert orders.read().num_rows == 3000
     assert [v.number for v in orders.versions()] == [0, 1]  # day 11 appended in a 2nd commit
     manifest = ParquetDatasetStore(store).read_manifest("revenue_per_day_sku")
-    assert manifest.run_id is not None and manifest.run_id.startswith("demo-")
+    assert manifest.run_id is not None
+    assert manifest.run_id.startswith("demo-")
 
 
 def test_demo_command_rejects_bad_rows() -> None:
