@@ -109,3 +109,37 @@ def test_every_call_failing_leaves_old_or_new_version(name: str, after: bool) ->
                 if name != "garbage_collect":
                     Dataset.open(inner, "f", version=v.number).read()
     assert "failed" in outcomes
+
+
+def test_repair_moves_the_pointer_to_an_interrupted_commit() -> None:
+    import pyarrow as pa
+
+    from parquetry.dataset import Dataset
+    from parquetry.dataset.versions import read_pointer
+    from parquetry.errors import StoreUnavailable
+    from parquetry.store import MemoryStore
+    from parquetry.store.base import ObjectMeta, PutMode
+    from parquetry.store.wrappers import WrapperStore
+
+    class PointerWritesFail(WrapperStore):
+        def _put(
+            self, key: str, data: bytes | memoryview, mode: PutMode, expected: str | None
+        ) -> ObjectMeta:
+            if key.endswith(".by-dataset-metadata.json"):
+                raise StoreUnavailable("pointer write refused", key=key)
+            return super()._put(key, data, mode, expected)
+
+    store = MemoryStore()
+    Dataset.create(store, "r", pa.table({"v": [1, 2]}))
+    Dataset.open(PointerWritesFail(store), "r").append(pa.table({"v": [3]}))
+    pointer, _, _ = read_pointer(store, "r")
+    assert pointer.version is not None
+    assert pointer.version.number == 0  # the commit happened, its pointer update did not
+    assert Dataset.open(store, "r").read().num_rows == 3  # readers roll forward anyway
+    with pytest.raises(StoreUnavailable, match="could not move"):
+        Dataset.repair(PointerWritesFail(store), "r")
+    assert "moved from version 0 to 1" in Dataset.repair(store, "r")
+    pointer, _, _ = read_pointer(store, "r")
+    assert pointer.version is not None
+    assert pointer.version.number == 1
+    assert "nothing to repair" in Dataset.repair(store, "r")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from parquetry.errors import DatasetNotFound, InvalidArgument, ParquetryError
+from parquetry.errors import InvalidArgument, ParquetryError
 from parquetry.store import ObjectMeta, PutMode
 from parquetry.store.wrappers import WrapperStore
 
@@ -149,30 +149,6 @@ def repair_dataset(store: Store, ref: DatasetRef) -> str:
 
 
 def _repair_kartothek(store: Store, uuid: str) -> str:
-    from parquetry.dataset.commit import publish_pointer
-    from parquetry.dataset.metadata import encode_document
-    from parquetry.dataset.versions import (
-        latest_version_number,
-        load_latest,
-        load_version,
-        read_pointer,
-    )
+    from parquetry.dataset import Dataset
 
-    try:
-        pointer, fmt, _ = read_pointer(store, uuid)
-    except DatasetNotFound:
-        # The first commit created its version document but never wrote the pointer.
-        number = latest_version_number(store, uuid)
-        doc = load_version(store, uuid, number)
-        publish_pointer(store, uuid, doc, encode_document(doc, "json"), number, "json")
-        return f"{uuid}: wrote the missing metadata file for version {number}"
-    if pointer.version is None:
-        return f"{uuid}: nothing to repair (last written by another tool)"
-    state = load_latest(store, uuid)
-    if state.number == pointer.version.number:
-        return f"{uuid}: nothing to repair (version {state.number} is current)"
-    publish_pointer(store, uuid, state.doc, encode_document(state.doc, "json"), state.number, fmt)
-    return (
-        f"{uuid}: completed an interrupted commit (metadata file moved from version "
-        f"{pointer.version.number} to {state.number})"
-    )
+    return Dataset.repair(store, uuid)

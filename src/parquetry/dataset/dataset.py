@@ -470,6 +470,13 @@ class Dataset:
             raise InvalidArgument(f"retention must not be negative, got {retention}")
         return garbage_collect(self.store, self.uuid, retention=retention)
 
+    @staticmethod
+    def repair(store: Store, uuid: str) -> str:
+        """Finish an interrupted commit (see :mod:`parquetry.dataset.repair`); says what it did."""
+        from parquetry.dataset.repair import repair
+
+        return repair(store, uuid)
+
     def delete(self) -> None:
         """Delete the dataset: the pointer first (it disappears at once), then every file."""
         for fmt in METADATA_FORMATS:

@@ -1,0 +1,62 @@
+"""Repair: finish a commit whose version document exists but whose pointer was not updated.
+
+The version document is the commit point, so an interrupted commit is never rolled back:
+its pointer (the kartothek metadata file) is moved forward to it. Readers already see such a
+commit by rolling forward; repairing makes kartothek and plain pointer readers see it too.
+"""
+
+from __future__ import annotations
+
+from parquetry.dataset.commit import publish_pointer
+from parquetry.dataset.metadata import DatasetDocument, encode_document
+from parquetry.dataset.versions import (
+    latest_version_number,
+    load_latest,
+    load_version,
+    read_pointer,
+)
+from parquetry.errors import DatasetNotFound, StoreUnavailable
+from parquetry.store import Store
+
+__all__ = ["repair"]
+
+
+def repair(store: Store, uuid: str) -> str:
+    """Move the pointer of dataset ``uuid`` to its newest committed version.
+
+    Returns:
+        One line saying what was done.
+
+    Raises:
+        DatasetNotFound: neither a pointer nor a committed version exists.
+        StoreUnavailable: the pointer could not be written (the store refused or failed).
+    """
+    try:
+        pointer, fmt, _ = read_pointer(store, uuid)
+    except DatasetNotFound:
+        # The first commit created its version document but never wrote the pointer.
+        number = latest_version_number(store, uuid)
+        doc = load_version(store, uuid, number)
+        _publish(store, uuid, number, doc, "json")
+        return f"{uuid}: wrote the missing metadata file for version {number}"
+    if pointer.version is None:
+        return f"{uuid}: nothing to repair (last written by another tool)"
+    state = load_latest(store, uuid)
+    if state.number == pointer.version.number:
+        return f"{uuid}: nothing to repair (version {state.number} is current)"
+    _publish(store, uuid, state.number, state.doc, fmt)
+    return (
+        f"{uuid}: completed an interrupted commit (metadata file moved from version "
+        f"{pointer.version.number} to {state.number})"
+    )
+
+
+def _publish(store: Store, uuid: str, number: int, doc: DatasetDocument, fmt: str) -> None:
+    publish_pointer(store, uuid, doc, encode_document(doc, "json"), number, fmt)
+    # publish_pointer swallows failures (a commit must not be retried for them); a repair
+    # must not claim success it did not have, so check the pointer now.
+    current, _, _ = read_pointer(store, uuid)
+    if current.version is None or current.version.number < number:
+        raise StoreUnavailable(
+            f"could not move the metadata file of {uuid!r} to version {number}", key=uuid
+        )
