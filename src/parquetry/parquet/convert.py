@@ -13,6 +13,8 @@ import datetime as dt
 import decimal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import sub
 from typing import Any
 
 import pyarrow as pa
@@ -41,6 +43,12 @@ _FAST_TYPES: dict[str, frozenset[type]] = {
     "date": frozenset({dt.date}),
     "decimal": frozenset({decimal.Decimal, int}),
 }
+
+# Subtracting an epoch in C (``datetime - datetime``) applies each value's ``utcoffset`` the
+# same way Arrow does, at a quarter of ``pa.array``'s cost for aware values.
+_AWARE_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_NAIVE_EPOCH = dt.datetime(1970, 1, 1)
+_DURATION_US = pa.duration("us")
 
 # Strings the Arrow ISO-8601 cast parses the same way as the RFC 3339 rule (≤ 6 fraction
 # digits, upper-case T and Z); other strings take the per-value path.
@@ -79,12 +87,26 @@ class FieldConverter:
                     return None
                 return wide.cast(pa.float32(), safe=False)
             if self.field.type.kind == "timestamp":
-                # Converting to a naive type normalises aware values to UTC and keeps naive
-                # ones as wall time (the rule) at ~60% of the cost of a tz-aware target.
-                return pa.array(values, type=pa.timestamp("us")).cast(self.arrow_type)
+                return self._fast_datetimes(values)
             return pa.array(values, type=self.arrow_type)
         except _ARROW_ERRORS:
             return None
+
+    def _fast_datetimes(self, values: list[Any]) -> pa.Array:
+        """Exact ``datetime`` values: aware ones normalised to UTC, naive ones as UTC wall
+        time (the rule); a column mixing both takes Arrow's own conversion."""
+        for epoch in (_AWARE_EPOCH, _NAIVE_EPOCH):
+            try:
+                if None in values:
+                    deltas = [None if v is None else v - epoch for v in values]
+                else:
+                    deltas = list(map(sub, values, repeat(epoch)))
+            except TypeError:  # naive minus aware (or the reverse)
+                continue
+            return pa.array(deltas, type=_DURATION_US).view(self.arrow_type)
+        # Converting to a naive type normalises aware values to UTC and keeps naive ones as
+        # wall time (the rule) at ~60% of the cost of a tz-aware target.
+        return pa.array(values, type=pa.timestamp("us")).cast(self.arrow_type)
 
     def _try_fast_timestamp_strings(self, values: list[Any]) -> pa.Array | None:
         strings = pa.array(values, type=pa.string())

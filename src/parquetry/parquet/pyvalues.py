@@ -2,8 +2,8 @@
 
 ``to_pylist`` on a UTC timestamp column builds each datetime through a ``zoneinfo`` lookup
 (about 4 µs a value). Here timestamps become aware ``datetime`` objects with
-``datetime.timezone.utc`` through the C constructor's pickle-state path, computed in bulk
-with numpy: about ten times faster. Rows are assembled by a dict display compiled once
+``datetime.timezone.utc`` as ``epoch + timedelta``, the timedeltas built in bulk by numpy:
+about fifteen times faster. Rows are assembled by a dict display compiled once
 per field list.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import pyarrow as pa
 __all__ = ["column_values", "row_builder"]
 
 _UTC = dt.UTC
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _US_PER_HOUR = 3_600_000_000
 _US_PER_MINUTE = 60_000_000
 _US_PER_SECOND = 1_000_000
@@ -28,6 +30,19 @@ _US_PER_SECOND = 1_000_000
 def _utc_datetimes(array: pa.Array) -> list[Any]:
     """Aware UTC datetimes (None for nulls) from a timestamp[us] array."""
     micros = array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    try:
+        # numpy builds timedeltas in C; epoch + timedelta is one C call per value.
+        deltas = micros.astype("timedelta64[us]").tolist()
+        values: list[Any] = list(map(operator.add, itertools.repeat(_EPOCH), deltas))
+    except OverflowError:  # beyond years 1..9999: the pickle-state path, as before
+        values = _state_datetimes(micros)
+    if array.null_count:
+        for position in np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False)):
+            values[position] = None
+    return values
+
+
+def _state_datetimes(micros: np.ndarray[Any, Any]) -> list[Any]:
     stamps = micros.astype("datetime64[us]")
     days = stamps.astype("datetime64[D]")
     months = days.astype("datetime64[M]")
@@ -54,9 +69,6 @@ def _utc_datetimes(array: pa.Array) -> list[Any]:
     states = state.view("V10").ravel().tolist()
     make: Any = dt.datetime  # the (state bytes, tzinfo) form is the unpickling constructor
     values: list[Any] = list(map(make, states, itertools.repeat(_UTC, len(states))))
-    if array.null_count:
-        for position in np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False)):
-            values[position] = None
     return values
 
 
