@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -12,7 +13,7 @@ import pytest
 from parquetry.codec import ParquetCodec, ParquetField, ParquetSchema, ParquetType, SchemaViolation
 from parquetry.errors import InvalidArgument, NotFound
 from parquetry.parquet.options import WriteOptions
-from parquetry.parquet.stream import ParquetStreamWriter
+from parquetry.parquet.stream import DEFAULT_STREAM_ROW_GROUP, ParquetStreamWriter
 from parquetry.store import Store
 
 SCHEMA = ParquetSchema(
@@ -34,9 +35,10 @@ def test_stream_to_sink_writes_row_groups_as_it_goes() -> None:
             # Never more than one row group of rows waits in memory.
             assert writer._pending_rows < 1000
     assert writer.row_groups_written == 4
-    # Bytes reached the sink before close: the file grows while streaming.
-    assert sizes[2] > 4
-    assert sizes[2] < sizes[-1]
+    # Bytes reached the sink before close: the file grows while streaming. A group is
+    # encoded in the background, but the next flush (at 2,100 rows) waits for it.
+    assert sizes[5] > 4
+    assert sizes[5] < sizes[-1]
     data = sink.getvalue()
     md = pq.ParquetFile(io.BytesIO(data)).metadata
     assert (md.num_rows, md.num_row_groups) == (3500, 4)
@@ -152,3 +154,92 @@ def test_stream_memory_stays_bounded_by_one_row_group() -> None:
     # The whole file's data would be 30 batches; the writer never holds more than a few.
     assert peak < 4 * one_batch < batches * one_batch
     assert pq.ParquetFile(io.BytesIO(sink.getvalue())).metadata.num_rows == batch_rows * batches
+
+
+class _FailingSink(io.BytesIO):
+    """A sink whose writes fail once ``limit`` bytes have been written."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def write(self, data: object) -> int:
+        view = memoryview(data)  # type: ignore[arg-type]
+        if self.tell() + view.nbytes > self.limit:
+            raise OSError(28, "No space left on device")
+        return super().write(view)
+
+
+def _rows(start: int, count: int) -> list[dict[str, object]]:
+    return [{"id": i, "name": f"n{i}"} for i in range(start, start + count)]
+
+
+def test_a_failed_background_write_is_raised_and_the_file_never_gets_a_footer() -> None:
+    threads_before = threading.active_count()
+    sink = _FailingSink(limit=3000)
+    writer = ParquetStreamWriter(sink, schema=SCHEMA, options=WriteOptions(row_group_size=500))
+
+    def write_until_it_fails() -> None:
+        for chunk in range(20):  # row groups go to the worker thread; one of them fails
+            writer.write(_rows(chunk * 500, 500))
+
+    with pytest.raises(OSError, match="No space left"):
+        write_until_it_fails()
+    # Whatever the caller does next, the failure stays: no footer over a missing group.
+    with pytest.raises(OSError, match="No space left"):
+        writer.write(_rows(10_000, 500))
+    with pytest.raises(OSError, match="No space left"):
+        writer.close()
+    assert writer.closed
+    assert not sink.getvalue().endswith(b"PAR1")
+    assert threading.active_count() == threads_before  # the worker thread is gone
+
+
+def test_context_manager_abort_stops_the_worker_thread() -> None:
+    threads_before = threading.active_count()
+    writer = ParquetStreamWriter(
+        io.BytesIO(), schema=SCHEMA, options=WriteOptions(row_group_size=100)
+    )
+
+    def fail_inside_the_block() -> None:
+        with writer:
+            writer.write(_rows(0, 450))  # four groups handed to the worker
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        fail_inside_the_block()
+    assert writer.closed
+    assert threading.active_count() == threads_before
+
+
+def test_codec_encode_writes_row_groups_of_the_record_default() -> None:
+    codec = ParquetCodec(SCHEMA)
+    rows = DEFAULT_STREAM_ROW_GROUP * 2 + 7
+    data = codec.encode_bytes(_rows(0, rows))
+    md = pq.ParquetFile(io.BytesIO(data)).metadata
+    sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    assert DEFAULT_STREAM_ROW_GROUP == 128 * 1024
+    assert sizes == [DEFAULT_STREAM_ROW_GROUP, DEFAULT_STREAM_ROW_GROUP, 7]
+    decoded = codec.decode(data)
+    assert [r["id"] for r in decoded] == list(range(rows))
+    # Statistics merge over the row groups.
+    stats = codec.file_stats()
+    assert stats is not None
+    assert (stats.row_count, stats.column("id").min, stats.column("id").max) == (rows, 0, rows - 1)
+    assert stats.column("name").max == max(f"n{i}" for i in range(rows))
+
+
+def test_codec_encode_over_many_groups_reports_a_late_violation_and_writes_nothing() -> None:
+    codec = ParquetCodec(SCHEMA, options=WriteOptions(row_group_size=1000))
+    records = _rows(0, 5000)
+    records[4321] = {"id": "4321", "name": "x"}
+    sink = io.BytesIO()
+    with pytest.raises(SchemaViolation, match="record 4321") as info:
+        codec.encode(sink, records)
+    assert (info.value.index, info.value.field) == (4321, "id")
+    assert sink.getvalue() == b""
+    assert codec.file_stats() is None
+    # The same codec encodes again afterwards.
+    records[4321] = {"id": 4321, "name": "x"}
+    codec.encode(sink, records)
+    assert pq.ParquetFile(io.BytesIO(sink.getvalue())).metadata.num_row_groups == 5

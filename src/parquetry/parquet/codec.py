@@ -2,7 +2,9 @@
 
 ``encode`` validates every record against the schema (see :mod:`parquetry.parquet.coerce`
 for the exact coercion rules), converts whole columns through Arrow and writes one
-complete Parquet file. ``decode`` reads any standard Parquet file **by column name**.
+complete Parquet file, in row groups of ``row_group_size`` rows (128 Ki by default): each
+group is encoded on a background thread while the next one is converted. ``decode`` reads
+any standard Parquet file **by column name**.
 Beyond Lode: µs UTC timestamps (Spark reads them), DATE and DECIMAL types, zstd and lz4,
 and :class:`~parquetry.parquet.stream.ParquetStreamWriter` for bounded-memory streaming.
 """
@@ -13,13 +15,13 @@ from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from parquetry.errors import ParquetryError
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import Source, open_parquet, read_failure
 from parquetry.parquet.options import WriteOptions
-from parquetry.parquet.records import CompiledSchema, no_gc
+from parquetry.parquet.records import CompiledSchema, no_gc, record_sequence
+from parquetry.parquet.rowgroups import RECORD_ROW_GROUP_ROWS, RowGroupWriter
 from parquetry.parquet.schema import ParquetCompression, ParquetSchema
 from parquetry.parquet.stats import FileStats, compute_stats
 from parquetry.parquet.stream import ParquetStreamWriter
@@ -88,26 +90,38 @@ class ParquetCodec:
         is reset first, so it is ``None`` after a failure.
         """
         self._stats = None
-        table = self.to_table(records)
-        data = self._write(table)
+        data, stats = self._encode(records)
         sink.write(data)
-        self._stats = compute_stats(self.schema.fields, table)
+        self._stats = stats
 
     def encode_bytes(self, records: Iterable[Any]) -> bytes:
         """:meth:`encode` into bytes."""
         self._stats = None
-        table = self.to_table(records)
-        data = self._write(table)
-        self._stats = compute_stats(self.schema.fields, table)
+        data, stats = self._encode(records)
+        self._stats = stats
         encoded: bytes = data.to_pybytes()
         return encoded
 
-    def _write(self, table: pa.Table) -> pa.Buffer:
-        options = self.options
+    def _encode(self, records: Iterable[Any]) -> tuple[pa.Buffer, FileStats]:
+        rows = record_sequence(records)
+        size = self.options.row_group_size or RECORD_ROW_GROUP_ROWS
         buffer = pa.BufferOutputStream()
-        kwargs = options.writer_kwargs(table.schema, sample=table)
-        pq.write_table(table, buffer, row_group_size=options.row_group_size, **kwargs)
-        return buffer.getvalue()
+        compiled = self.compiled
+        groups = RowGroupWriter(buffer, compiled.arrow_schema, self.options, self.schema.fields)
+        try:
+            with no_gc():
+                for start in range(0, len(rows), size):
+                    chunk = rows if len(rows) <= size else rows[start : start + size]
+                    table = compiled.table(chunk, base_index=start)
+                    groups.write(table, last=start + size >= len(rows))
+            groups.close()
+        except BaseException:
+            groups.abort()
+            raise
+        stats = groups.stats or compute_stats(
+            self.schema.fields, compiled.arrow_schema.empty_table()
+        )
+        return buffer.getvalue(), stats
 
     def file_stats(self) -> FileStats | None:
         """Statistics of the last successful encode (None before one, or after a failure)."""

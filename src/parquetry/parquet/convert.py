@@ -44,6 +44,20 @@ _FAST_TYPES: dict[str, frozenset[type]] = {
     "decimal": frozenset({decimal.Decimal, int}),
 }
 
+# Kinds whose values Arrow's *type inference* checks exactly as the rules do: it infers
+# ``string`` only from ``str``, ``bool`` only from bools (an int among them raises) and
+# ``binary`` only from bytes-likes and ``str`` (UTF-8, as the BYTES rule says). Inferring
+# does the type check and the conversion in one C++ pass, where a Python type set plus a
+# typed conversion take two. Left out, because inference is lenient there: integers (it
+# takes a ``numpy.bool_`` or even a complex after an int), floats (a bool after a float
+# becomes 1.0) and dates (a ``datetime`` among dates is truncated to its day).
+# tests/parquet/test_codec_fastpath.py checks every fast path against the rules.
+_INFERRED: dict[str, Callable[[pa.DataType], bool]] = {
+    "string": pa.types.is_string,
+    "bool": pa.types.is_boolean,
+    "bytes": pa.types.is_binary,
+}
+
 # Subtracting an epoch in C (``datetime - datetime``) applies each value's ``utcoffset`` the
 # same way Arrow does, at a quarter of ``pa.array``'s cost for aware values.
 _AWARE_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -66,6 +80,11 @@ class FieldConverter:
 
     def convert(self, values: list[Any], base_index: int = 0) -> pa.Array:
         """Build the array; raise SchemaViolation naming the first bad record."""
+        inferred_ok = _INFERRED.get(self.field.type.kind)
+        if inferred_ok is not None:
+            array = self._try_inferred(values, inferred_ok)
+            if array is not None:
+                return array
         types = set(map(type, values))
         types.discard(_NONE)
         if types <= self.fast_types:
@@ -77,6 +96,25 @@ class FieldConverter:
             if array is not None:
                 return array
         return self._convert_slow(values, base_index)
+
+    def _try_inferred(
+        self, values: list[Any], inferred_ok: Callable[[pa.DataType], bool]
+    ) -> pa.Array | None:
+        try:
+            array = pa.array(values)
+        except _ARROW_ERRORS:
+            return None  # a value of another type: the checks below name it
+        if isinstance(array, pa.ChunkedArray):  # over 2 GiB of strings: keep it simple
+            return None
+        if array.type == self.arrow_type:
+            return array
+        if not (inferred_ok(array.type) or pa.types.is_null(array.type)):
+            return None
+        try:
+            # Safe casts check ranges exactly (an int64 past int32's range fails here).
+            return array.cast(self.arrow_type, safe=True)
+        except _ARROW_ERRORS:
+            return None
 
     def _try_fast(self, values: list[Any]) -> pa.Array | None:
         try:
@@ -109,7 +147,10 @@ class FieldConverter:
         return pa.array(values, type=pa.timestamp("us")).cast(self.arrow_type)
 
     def _try_fast_timestamp_strings(self, values: list[Any]) -> pa.Array | None:
-        strings = pa.array(values, type=pa.string())
+        try:
+            strings = pa.array(values, type=pa.string())
+        except _ARROW_ERRORS:  # e.g. a lone surrogate: the per-value rule names it
+            return None
         matched = pc.match_substring_regex(strings, _FAST_RFC3339)
         if not pc.all(matched).as_py():
             return None

@@ -17,7 +17,7 @@ from parquetry.parquet.convert import FieldConverter, compile_converters
 from parquetry.parquet.pyvalues import column_values, row_builder
 from parquetry.parquet.schema import ParquetSchema
 
-__all__ = ["CompiledSchema", "no_gc"]
+__all__ = ["CompiledSchema", "no_gc", "record_sequence"]
 
 
 @contextmanager
@@ -50,12 +50,7 @@ class CompiledSchema:
 
     def table(self, records: Iterable[Any], base_index: int = 0) -> pa.Table:
         """Validate and convert records to a table; SchemaViolation names index and field."""
-        if isinstance(records, str | bytes | Mapping) or not isinstance(records, Iterable):
-            raise SchemaViolation(
-                f"records must be a list of mappings, got {type(records).__name__}"
-            )
-        if not isinstance(records, list | tuple):
-            records = list(records)
+        records = record_sequence(records)
         _check_mappings(records, base_index)
         arrays = []
         for converter in self.converters:
@@ -93,6 +88,13 @@ class CompiledSchema:
         if not self.schema.fields:
             return [{} for _ in range(table.num_rows)]
         return row_builder(self.schema.names)([column_values(c) for c in columns])
+
+
+def record_sequence(records: Iterable[Any]) -> Sequence[Any]:
+    """``records`` as a list or tuple; a single mapping or a string is a violation."""
+    if isinstance(records, str | bytes | Mapping) or not isinstance(records, Iterable):
+        raise SchemaViolation(f"records must be a list of mappings, got {type(records).__name__}")
+    return records if isinstance(records, list | tuple) else list(records)
 
 
 def _check_mappings(records: Sequence[Any], base_index: int) -> None:

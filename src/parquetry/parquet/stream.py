@@ -3,7 +3,9 @@
 Lode claims Parquet cannot stream because the footer comes last. It can: the footer only
 describes row groups already written, so a writer needs to hold one row group of data at
 a time, never the whole file. :class:`ParquetStreamWriter` buffers at most
-``row_group_size`` rows of Arrow data (plus the records of the current ``write`` call).
+``row_group_size`` rows of Arrow data (plus the records of the current ``write`` call),
+and one more row group being encoded on a background thread while the next is converted
+(:mod:`parquetry.parquet.rowgroups`).
 
 To a Store key the file is spooled to a temporary file and uploaded with one atomic put at
 close (object stores have no append); the upload reads the spool through ``mmap``, so the
@@ -12,7 +14,6 @@ process does not hold the file in its heap.
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import tempfile
 from collections.abc import Iterable
@@ -20,11 +21,11 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from parquetry.errors import CodecNotStreamable, InvalidArgument, ParquetryError, SchemaViolation
+from parquetry.errors import CodecNotStreamable, InvalidArgument, SchemaViolation
 from parquetry.parquet.options import WriteOptions
 from parquetry.parquet.records import CompiledSchema, no_gc
+from parquetry.parquet.rowgroups import RECORD_ROW_GROUP_ROWS, RowGroupWriter
 from parquetry.parquet.schema import ParquetSchema
 from parquetry.parquet.stats import FileStats, compute_stats
 
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_STREAM_ROW_GROUP", "ParquetStreamWriter"]
 
-#: Rows per row group when the options name none (pyarrow's default).
-DEFAULT_STREAM_ROW_GROUP = 1024 * 1024
+#: Rows per row group when the options name none.
+DEFAULT_STREAM_ROW_GROUP = RECORD_ROW_GROUP_ROWS
 
 
 class ParquetStreamWriter:
@@ -44,7 +45,8 @@ class ParquetStreamWriter:
         sink: A writable binary file (or pyarrow stream). Mutually exclusive with ``store``.
         schema: A :class:`ParquetSchema` (records are validated with the codec's rules) or a
             ``pa.Schema`` (Arrow batches only).
-        options: Write options; ``row_group_size`` sets the rows per row group.
+        options: Write options; ``row_group_size`` sets the rows per row group
+            (default :data:`DEFAULT_STREAM_ROW_GROUP`, 128 Ki).
         store, key, mode: Write to ``key`` of ``store`` with one put at :meth:`close`.
 
     Use as a context manager: leaving the block normally closes (footer, upload); leaving
@@ -80,12 +82,11 @@ class ParquetStreamWriter:
         # Closed by close()/abort(), not by a with block: it lives as long as the writer.
         self._spool = tempfile.TemporaryFile() if store is not None else None  # noqa: SIM115
         self._sink = self._spool if self._spool is not None else sink
-        self._writer: pq.ParquetWriter | None = None
+        fields = self._compiled.schema.fields if self._compiled is not None else None
+        self._groups = RowGroupWriter(self._sink, self.arrow_schema, self.options, fields)
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
-        self._stats: FileStats | None = None
-        self.rows_written = 0
-        self.row_groups_written = 0
+        self._handed_over = 0
         self.closed = False
         self.result: ObjectMeta | None = None
 
@@ -104,7 +105,7 @@ class ParquetStreamWriter:
             self._flush(self.row_group_size)
 
     def _as_table(self, data: Iterable[Any] | pa.RecordBatch | pa.Table) -> pa.Table:
-        base = self.rows_written + self._pending_rows
+        base = self._handed_over + self._pending_rows
         if isinstance(data, pa.RecordBatch | pa.Table):
             table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
             try:
@@ -116,21 +117,24 @@ class ParquetStreamWriter:
         with no_gc():
             return self._compiled.table(data, base_index=base)
 
-    def _flush(self, rows: int) -> None:
+    def _flush(self, rows: int, *, last: bool = False) -> None:
         pending = pa.concat_tables(self._pending)
         group, rest = pending.slice(0, rows), pending.slice(rows)
-        if self._writer is None:
-            kwargs = self.options.writer_kwargs(self.arrow_schema, sample=group)
-            self._writer = pq.ParquetWriter(self._sink, self.arrow_schema, **kwargs)
-        self._writer.write_table(group, row_group_size=rows)
-        self.rows_written += group.num_rows
-        self.row_groups_written += 1
-        if self._compiled is not None:
-            part = compute_stats(self._compiled.schema.fields, group)
-            self._stats = part if self._stats is None else self._stats.merge(part)
+        self._groups.write(group, last=last)
+        self._handed_over += group.num_rows
         # Keep only the remainder (a copy) so the flushed group's buffers can be freed.
         self._pending = [rest.combine_chunks()] if rest.num_rows else []
         self._pending_rows = rest.num_rows
+
+    @property
+    def rows_written(self) -> int:
+        """Rows in row groups finished so far (a group may still be in flight)."""
+        return self._groups.rows_written
+
+    @property
+    def row_groups_written(self) -> int:
+        """Row groups finished so far."""
+        return self._groups.row_groups_written
 
     # --- finishing --------------------------------------------------------------------------
 
@@ -139,12 +143,13 @@ class ParquetStreamWriter:
         if self.closed:
             return self.result
         try:
-            if self._pending_rows:
-                self._flush(self._pending_rows)
-            if self._writer is None:  # no rows at all: still a valid, empty file
-                kwargs = self.options.writer_kwargs(self.arrow_schema)
-                self._writer = pq.ParquetWriter(self._sink, self.arrow_schema, **kwargs)
-            self._writer.close()
+            try:
+                if self._pending_rows:
+                    self._flush(self._pending_rows, last=True)
+                self._groups.close()  # with no rows at all, still a valid, empty file
+            except BaseException:
+                self._groups.abort()
+                raise
             if self._store is not None:
                 self.result = self._upload()
         finally:
@@ -169,10 +174,7 @@ class ParquetStreamWriter:
     def abort(self) -> None:
         """Stop without a footer; nothing is uploaded."""
         self.closed = True
-        if self._writer is not None:
-            # The file is abandoned anyway: a failure to close it changes nothing.
-            with contextlib.suppress(ParquetryError, pa.ArrowException, OSError):
-                self._writer.close()
+        self._groups.abort()
         self._discard_spool()
 
     def _discard_spool(self) -> None:
@@ -182,10 +184,11 @@ class ParquetStreamWriter:
 
     def stats(self) -> FileStats | None:
         """Statistics of the rows written so far (ParquetSchema streams only)."""
-        if self._stats is None and self._compiled is not None:
+        stats = self._groups.stats
+        if stats is None and self._compiled is not None:
             empty = self._compiled.arrow_schema.empty_table()
             return compute_stats(self._compiled.schema.fields, empty)
-        return self._stats
+        return stats
 
     def __enter__(self) -> ParquetStreamWriter:
         return self
