@@ -86,9 +86,10 @@ class FieldConverter:
             if array is not None:
                 return array
         types = set(map(type, values))
+        has_none = _NONE in types
         types.discard(_NONE)
         if types <= self.fast_types:
-            array = self._try_fast(values)
+            array = self._try_fast(values, has_none)
             if array is not None:
                 return array
         elif types == {str} and self.field.type.kind == "timestamp":
@@ -116,7 +117,7 @@ class FieldConverter:
         except _ARROW_ERRORS:
             return None
 
-    def _try_fast(self, values: list[Any]) -> pa.Array | None:
+    def _try_fast(self, values: list[Any], has_none: bool) -> pa.Array | None:
         try:
             if self.field.type.kind == "float32":
                 wide = pa.array(values, type=pa.float64())
@@ -125,17 +126,17 @@ class FieldConverter:
                     return None
                 return wide.cast(pa.float32(), safe=False)
             if self.field.type.kind == "timestamp":
-                return self._fast_datetimes(values)
+                return self._fast_datetimes(values, has_none)
             return pa.array(values, type=self.arrow_type)
         except _ARROW_ERRORS:
             return None
 
-    def _fast_datetimes(self, values: list[Any]) -> pa.Array:
+    def _fast_datetimes(self, values: list[Any], has_none: bool) -> pa.Array:
         """Exact ``datetime`` values: aware ones normalised to UTC, naive ones as UTC wall
         time (the rule); a column mixing both takes Arrow's own conversion."""
         for epoch in (_AWARE_EPOCH, _NAIVE_EPOCH):
             try:
-                if None in values:
+                if has_none:
                     deltas = [None if v is None else v - epoch for v in values]
                 else:
                     deltas = list(map(sub, values, repeat(epoch)))

@@ -132,14 +132,12 @@ class WriteOptions:
         }
         if self.compression_level is not None and self.compression in _LEVELS:
             kwargs["compression_level"] = self.compression_level
-        names = set(schema.names)
+        self.check_columns(schema)
         if self.bloom_filters:
-            self._check_columns((b.column for b in self.bloom_filters), names, "bloom filter")
             kwargs["bloom_filter_options"] = {
                 b.column: b.pyarrow_option() for b in self.bloom_filters
             }
         if self.sorting_columns:
-            self._check_columns((c for c, _ in self.sorting_columns), names, "sorting")
             kwargs["sorting_columns"] = pq.SortingColumn.from_ordering(
                 schema, list(self.sorting_columns)
             )
@@ -149,6 +147,14 @@ class WriteOptions:
             )
         kwargs.update(self.extra)
         return kwargs
+
+    def check_columns(self, schema: pa.Schema) -> None:
+        """Raise :class:`InvalidArgument` if an option names a column not in ``schema``."""
+        names = set(schema.names)
+        self._check_columns((b.column for b in self.bloom_filters), names, "bloom filter")
+        self._check_columns((c for c, _ in self.sorting_columns), names, "sorting")
+        if isinstance(self.dictionary, tuple):
+            self._check_columns(self.dictionary, names, "dictionary")
 
     @staticmethod
     def _check_columns(columns: Any, names: set[str], what: str) -> None:
@@ -160,7 +166,6 @@ class WriteOptions:
         if isinstance(self.dictionary, bool):
             return self.dictionary
         if isinstance(self.dictionary, tuple):
-            self._check_columns(self.dictionary, set(schema.names), "dictionary")
             return list(self.dictionary)
         if sample is None or sample.num_rows == 0:
             return True

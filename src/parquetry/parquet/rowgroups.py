@@ -65,10 +65,10 @@ class RowGroupWriter:
     def write(self, group: pa.Table, *, last: bool = False) -> None:
         """Write ``group`` as one row group: in the background, or here when ``last``."""
         self._wait()
-        if self._writer is None:
-            # Opened here, not in the worker: option errors surface from this call.
-            kwargs = self._options.writer_kwargs(self._schema, sample=group)
-            self._writer = pq.ParquetWriter(self._sink, self._schema, **kwargs)
+        if self._writer is None and self._executor is None:
+            # Checked here so a bad option fails this call; the writer itself is opened with
+            # the first group, on the worker (``dictionary="auto"`` samples that group).
+            self._options.check_columns(self._schema)
         if last:
             try:
                 self._write_group(group)
@@ -81,7 +81,9 @@ class RowGroupWriter:
         self._in_flight = self._executor.submit(self._write_group, group)
 
     def _write_group(self, group: pa.Table) -> None:
-        assert self._writer is not None
+        if self._writer is None:
+            kwargs = self._options.writer_kwargs(self._schema, sample=group)
+            self._writer = pq.ParquetWriter(self._sink, self._schema, **kwargs)
         self._writer.write_table(group, row_group_size=group.num_rows)
         if self._fields is not None:
             part = compute_stats(self._fields, group)
