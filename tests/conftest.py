@@ -52,9 +52,7 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
 
 
 @pytest.fixture
-def store_factory(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Callable[[str], Store]:
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Store]:
     """Make a fresh store of a given kind: ``store_factory("s3")``."""
 
     def make(kind: str) -> Store:

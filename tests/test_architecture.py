@@ -83,11 +83,29 @@ def test_public_names_are_pinned() -> None:
     import parquetry
 
     expected = {
-        "AlreadyExists", "Capability", "CapabilityNotSupported", "CommitConflict", "Dataset",
-        "DatasetIncomplete", "DatasetManifest", "InvalidKey", "LocalStore", "ManifestCorrupted",
-        "MemoryStore", "NotFound", "ObjectStore", "ParquetDatasetStore", "ParquetryError",
-        "PreconditionFailed", "PredicateError", "PutMode", "ScanPlan", "Store", "WriteOptions",
-        "__version__", "open_store",
+        "AlreadyExists",
+        "Capability",
+        "CapabilityNotSupported",
+        "CommitConflict",
+        "Dataset",
+        "DatasetIncomplete",
+        "DatasetManifest",
+        "InvalidKey",
+        "LocalStore",
+        "ManifestCorrupted",
+        "MemoryStore",
+        "NotFound",
+        "ObjectStore",
+        "ParquetDatasetStore",
+        "ParquetryError",
+        "PreconditionFailed",
+        "PredicateError",
+        "PutMode",
+        "ScanPlan",
+        "Store",
+        "WriteOptions",
+        "__version__",
+        "open_store",
     }
     assert set(parquetry.__all__) == expected
     for name in expected:
