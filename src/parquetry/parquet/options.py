@@ -55,8 +55,11 @@ class WriteOptions:
         compression: ``zstd`` (default), ``snappy``, ``lz4``, ``gzip``, ``none`` or
             ``brotli`` (Spark cannot read brotli).
         compression_level: Level for zstd/gzip/brotli/lz4; ``None`` = the codec's default.
-        row_group_size: Rows per row group (``None`` = pyarrow's 1 Mi). Not part of
-            :meth:`writer_kwargs`: pass it to ``write_table`` / ``ParquetWriter.write_table``.
+        row_group_size: Rows per row group. ``None`` = the writer's default: 1 Mi rows
+            (pyarrow's) for Arrow tables (snapshots, datasets, Spark), 128 Ki rows for records
+            (the codec and the stream writer, which encode one row group on a background
+            thread while converting the next). Not part of :meth:`writer_kwargs`: pass it to
+            ``write_table`` / ``ParquetWriter.write_table``.
         dictionary: ``"auto"`` dictionary-encodes only low-cardinality columns of the
             ``sample`` given to :meth:`writer_kwargs` (all columns when there is no sample);
             ``True``/``False`` for all or none; or a tuple of column names.
