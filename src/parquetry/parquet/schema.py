@@ -22,7 +22,8 @@ __all__ = ["ParquetCompression", "ParquetField", "ParquetSchema", "ParquetType"]
 #: Largest precision a Parquet DECIMAL stored as decimal128 can hold.
 MAX_DECIMAL_PRECISION = 38
 
-_SIMPLE_KINDS = (
+#: The kinds without parameters (each also a constant: ``ParquetType.INT64`` ...).
+SIMPLE_KINDS = (
     "int32",
     "int64",
     "float32",
@@ -68,7 +69,7 @@ class ParquetType:
     def validate(self, field: str | None = None) -> None:
         """Raise :class:`SchemaViolation` unless this is a supported type."""
         where = f" of field {field!r}" if field is not None else ""
-        if self.kind in _SIMPLE_KINDS:
+        if self.kind in SIMPLE_KINDS:
             if self.precision is not None or self.scale is not None:
                 raise SchemaViolation(f"type {self.kind}{where} takes no precision", field=field)
             return
@@ -121,7 +122,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-for _kind in _SIMPLE_KINDS:
+for _kind in SIMPLE_KINDS:
     setattr(ParquetType, _kind.upper(), ParquetType(_kind))
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
