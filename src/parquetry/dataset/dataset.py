@@ -16,8 +16,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from parquetry.dataset.arrowfs import pyarrow_dataset
-from parquetry.dataset.commit import MAX_RETRIES, commit
-from parquetry.dataset.create import Batches, create_from_files, schema_from_files
+from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.gc import GCReport, garbage_collect
 from parquetry.dataset.indices import IndexLookup
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo
@@ -27,11 +26,17 @@ from parquetry.dataset.naming import (
     metadata_key,
     validate_uuid,
 )
-from parquetry.dataset.ops import change_maker, partition_values_of
+from parquetry.dataset.ops import partition_values_of
 from parquetry.dataset.plan import PlannedFile, ScanPlan, make_plan
-from parquetry.dataset.predicates import to_expression, validate_predicates
-from parquetry.dataset.read import read_planned_file
+from parquetry.dataset.predicates import validate_predicates
+from parquetry.dataset.read import read_plan, read_planned_file
 from parquetry.dataset.schema import normalise_type
+from parquetry.dataset.transact import (
+    commit_change,
+    commit_described_files,
+    create_dataset,
+    dataset_exists,
+)
 from parquetry.dataset.versions import (
     LoadedState,
     check_current_incarnation,
@@ -40,9 +45,8 @@ from parquetry.dataset.versions import (
     load_latest,
     load_version,
 )
-from parquetry.dataset.write import FileDescription, iter_input, storage_schema, write_files
+from parquetry.dataset.write import FileDescription, write_files
 from parquetry.errors import (
-    AlreadyExists,
     InvalidArgument,
     UnknownColumn,
 )
@@ -87,8 +91,8 @@ class Dataset:
 
     @staticmethod
     def exists(store: Store, uuid: str) -> bool:
-        validate_uuid(uuid)
-        return any(store.exists(metadata_key(uuid, fmt)) for fmt in METADATA_FORMATS)
+        """Whether dataset ``uuid`` exists in ``store``."""
+        return dataset_exists(store, uuid)
 
     # --- properties ----------------------------------------------------------------------
 
@@ -171,35 +175,17 @@ class Dataset:
             write_options: Parquet options for the data files.
             table: Table name (kartothek's ``"table"``).
         """
-        validate_uuid(uuid)
-        metadata_key(uuid, metadata_format)
-        if cls.exists(store, uuid):
-            raise AlreadyExists(
-                f"dataset {uuid!r} already exists in {store.url}", key=metadata_key(uuid)
-            )
-        in_schema, batches = iter_input(data)
-        schema = storage_schema(in_schema)
-        files = write_files(
-            store,
-            uuid,
-            Batches(in_schema, batches),
-            partition_on=partition_on,
-            secondary_indices=secondary_indices,
-            write_options=write_options,
-            schema=schema,
-            table=table,
-        )
         return cls(
             store,
-            create_from_files(
+            create_dataset(
                 store,
                 uuid,
-                files,
-                schema=schema,
+                data,
                 partition_on=partition_on,
                 secondary_indices=secondary_indices,
                 metadata=metadata,
                 metadata_format=metadata_format,
+                write_options=write_options,
                 table=table,
             ),
         )
@@ -225,53 +211,21 @@ class Dataset:
         ``mode``: ``"create"`` (new dataset), ``"append"`` (creates a missing dataset) or
         ``"overwrite"`` (replaces every partition; conflicts with concurrent changes).
         """
-        if mode not in ("create", "append", "overwrite"):
-            raise InvalidArgument(f"mode must be create, append or overwrite, got {mode!r}")
-        validate_uuid(uuid)
-        layouts = {tuple(k for k, _ in f.partition) for f in files}
-        if len(layouts) > 1:
-            raise InvalidArgument(f"files of {uuid!r} mix partition layouts {sorted(layouts)}")
-        if not partition_on and layouts:
-            partition_on = layouts.pop()
-        if mode == "create" or not cls.exists(store, uuid):
-            if schema is None:
-                schema = schema_from_files(store, files, partition_on)
-            return cls(
+        return cls(
+            store,
+            commit_described_files(
                 store,
-                create_from_files(
-                    store,
-                    uuid,
-                    files,
-                    schema=schema,
-                    partition_on=partition_on,
-                    secondary_indices=secondary_indices,
-                    metadata=metadata,
-                    metadata_format=metadata_format,
-                    table=files[0].table if files else DEFAULT_TABLE,
-                    operation=operation,
-                ),
-            )
-        ds = cls.open(store, uuid)
-        if partition_on and tuple(partition_on) != ds.partition_keys:
-            raise InvalidArgument(
-                f"dataset {uuid!r} is partitioned on {ds.partition_keys}, not {tuple(partition_on)}"
-            )
-        for f in files:
-            keys = tuple(k for k, _ in f.partition)
-            if keys != ds.partition_keys:
-                raise InvalidArgument(
-                    f"file {f.key} is partitioned on {keys}, but dataset {uuid!r} is "
-                    f"partitioned on {ds.partition_keys}",
-                    key=f.key,
-                )
-        everything = mode == "overwrite"
-        return ds._commit(
-            files,
-            remove_all=everything,
-            operation=operation,
-            metadata=metadata,
-            new_indices=secondary_indices,
-            max_retries=max_retries,
+                uuid,
+                files,
+                mode=mode,
+                schema=schema,
+                partition_on=partition_on,
+                secondary_indices=secondary_indices,
+                metadata=metadata,
+                operation=operation,
+                max_retries=max_retries,
+                metadata_format=metadata_format,
+            ),
         )
 
     # --- writing -------------------------------------------------------------------------
@@ -288,51 +242,16 @@ class Dataset:
             table=self._doc.tables[0],
         )
 
-    def _commit(
-        self,
-        files: Sequence[FileDescription],
-        *,
-        operation: str,
-        delete_scope: Sequence[Mapping[str, Any]] | None = None,
-        remove_all: bool = False,
-        metadata: Mapping[str, Any] | None = None,
-        new_indices: Sequence[str] = (),
-        index_builder: Any = None,
-        max_retries: int = MAX_RETRIES,
-    ) -> Dataset:
-        make = change_maker(
-            self.store,
-            self.schema,
-            files,
-            operation=operation,
-            delete_scope=delete_scope,
-            remove_all=remove_all,
-            metadata=metadata,
-            new_indices=new_indices,
-            index_builder=index_builder,
+    def _commit(self, files: Sequence[FileDescription], **change: Any) -> Dataset:
+        """Commit ``files`` after this version (``change``: see :func:`commit_change`)."""
+        base = LoadedState(
+            doc=self._doc,
+            number=self._number,
+            foreign=self._foreign,
+            pointer_format=self._pointer_format,
+            requests=0,
         )
-        stale = None
-        if self._foreign:
-            # kartothek may have left a pointer of the other format beside the one we read.
-            stale = "msgpack.zstd" if self._pointer_format == "json" else "json"
-        fmt = self._pointer_format or self._doc.metadata_format
-        doc = commit(
-            self.store,
-            self.uuid,
-            self._doc,
-            self._number,
-            make,
-            max_retries=max_retries,
-            pointer_format=fmt,
-            stale_format=stale,
-        )
-        assert doc.version is not None
-        return Dataset(
-            self.store,
-            LoadedState(
-                doc=doc, number=doc.version.number, foreign=False, pointer_format=fmt, requests=0
-            ),
-        )
+        return Dataset(self.store, commit_change(self.store, base, files, **change))
 
     def append(self, data: Any, *, write_options: WriteOptions | None = None) -> Dataset:
         """Add ``data`` as new partitions (never conflicts with other appends)."""
@@ -415,18 +334,7 @@ class Dataset:
 
     def _read_tables(self, columns: Sequence[str] | None, predicates: Any) -> Iterator[pa.Table]:
         self._check_columns(columns)
-        plan = self.plan(predicates)
-        expr = to_expression(plan.predicates) if plan.predicates else None
-        fcols = sorted({lit.column for conj in plan.predicates or () for lit in conj})
-
-        def read(pf: PlannedFile) -> pa.Table:
-            return read_planned_file(
-                self.store, self.schema, pf, columns=columns, row_filter=expr, filter_columns=fcols
-            )
-
-        chunk = 64
-        for i in range(0, len(plan.files), chunk):
-            yield from self.store.map_concurrent(read, plan.files[i : i + chunk])
+        return read_plan(self.store, self.schema, self.plan(predicates), columns)
 
     def read(self, *, columns: Sequence[str] | None = None, predicates: Any = None) -> pa.Table:
         """Rows of this version matching ``predicates``, projected to ``columns``."""
@@ -464,10 +372,6 @@ class Dataset:
         ``retention`` (timedelta or seconds): versions current within this period stay
         readable; unreferenced files younger than it are kept (commits in flight).
         """
-        if not isinstance(retention, dt.timedelta):
-            retention = dt.timedelta(seconds=float(retention))
-        if retention < dt.timedelta(0):
-            raise InvalidArgument(f"retention must not be negative, got {retention}")
         return garbage_collect(self.store, self.uuid, retention=retention)
 
     @staticmethod

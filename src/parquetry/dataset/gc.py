@@ -25,7 +25,7 @@ from parquetry.dataset.naming import (
     versions_prefix,
 )
 from parquetry.dataset.versions import TOMBSTONE_KEY, read_pointer, tombstone_bytes
-from parquetry.errors import NotFound
+from parquetry.errors import InvalidArgument, NotFound
 from parquetry.store import Store
 
 __all__ = ["GCReport", "garbage_collect", "referenced_keys"]
@@ -53,8 +53,16 @@ def _parse_time(text: str) -> dt.datetime:
 
 
 def garbage_collect(
-    store: Store, uuid: str, *, retention: dt.timedelta, now: dt.datetime | None = None
+    store: Store,
+    uuid: str,
+    *,
+    retention: dt.timedelta | float,
+    now: dt.datetime | None = None,
 ) -> GCReport:
+    if not isinstance(retention, dt.timedelta):
+        retention = dt.timedelta(seconds=float(retention))
+    if retention < dt.timedelta(0):
+        raise InvalidArgument(f"retention must not be negative, got {retention}")
     now = now or dt.datetime.now(dt.UTC)
     cutoff = now - retention
     docs: dict[int, DatasetDocument | None] = {}

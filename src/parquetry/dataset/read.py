@@ -8,7 +8,7 @@ schema. Row groups are pruned with the footer statistics through the row filter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -16,11 +16,15 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from parquetry.dataset.plan import PlannedFile
+from parquetry.dataset.plan import PlannedFile, ScanPlan
+from parquetry.dataset.predicates import to_expression
 from parquetry.errors import MetadataCorrupted, NotFound, SchemaMismatch
 from parquetry.store import Store
 
-__all__ = ["read_planned_file"]
+__all__ = ["read_planned_file", "read_plan"]
+
+#: Files read concurrently at a time (bounded memory: one table per file in flight).
+READ_BATCH_FILES = 64
 
 
 def _cast_column(arr: pa.ChunkedArray, t: pa.DataType, name: str, key: str) -> pa.ChunkedArray:
@@ -80,3 +84,24 @@ def read_planned_file(
     if row_filter is not None:
         out = pads.dataset(out).to_table(filter=row_filter)
     return out.select(names)
+
+
+def read_plan(
+    store: Store, schema: pa.Schema, plan: ScanPlan, columns: Sequence[str] | None
+) -> Iterator[pa.Table]:
+    """The planned files' rows matching the plan's predicates, file by file, in plan order."""
+    expr = to_expression(plan.predicates) if plan.predicates else None
+    filter_columns = sorted({lit.column for conj in plan.predicates or () for lit in conj})
+
+    def read(planned: PlannedFile) -> pa.Table:
+        return read_planned_file(
+            store,
+            schema,
+            planned,
+            columns=columns,
+            row_filter=expr,
+            filter_columns=filter_columns,
+        )
+
+    for i in range(0, len(plan.files), READ_BATCH_FILES):
+        yield from store.map_concurrent(read, plan.files[i : i + READ_BATCH_FILES])

@@ -1,0 +1,194 @@
+"""Writing and committing: the path every write of a :class:`Dataset` takes.
+
+Data files are written first (:func:`~parquetry.dataset.write.write_files`); a commit then
+records them in a new version, conflict-safe (:mod:`parquetry.dataset.commit`), or creates
+version 0. These functions return the committed :class:`LoadedState`; the ``Dataset``
+facade wraps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from parquetry.dataset.commit import MAX_RETRIES, commit
+from parquetry.dataset.create import Batches, create_from_files, schema_from_files
+from parquetry.dataset.naming import DEFAULT_TABLE, METADATA_FORMATS, metadata_key, validate_uuid
+from parquetry.dataset.ops import change_maker
+from parquetry.dataset.versions import LoadedState, load_latest
+from parquetry.dataset.write import FileDescription, iter_input, storage_schema, write_files
+from parquetry.errors import AlreadyExists, InvalidArgument
+from parquetry.parquet import WriteOptions
+from parquetry.store import Store
+
+__all__ = ["commit_change", "commit_described_files", "create_dataset", "dataset_exists"]
+
+COMMIT_MODES = ("create", "append", "overwrite")
+
+
+def dataset_exists(store: Store, uuid: str) -> bool:
+    """Whether a pointer (metadata file) of ``uuid`` exists in either format."""
+    validate_uuid(uuid)
+    return any(store.exists(metadata_key(uuid, fmt)) for fmt in METADATA_FORMATS)
+
+
+def create_dataset(
+    store: Store,
+    uuid: str,
+    data: Any,
+    *,
+    partition_on: Sequence[str],
+    secondary_indices: Sequence[str],
+    metadata: Mapping[str, Any] | None,
+    metadata_format: str,
+    write_options: WriteOptions | None,
+    table: str,
+) -> LoadedState:
+    """The body of :meth:`Dataset.create` (see there): write ``data``, then version 0."""
+    validate_uuid(uuid)
+    metadata_key(uuid, metadata_format)
+    if dataset_exists(store, uuid):
+        raise AlreadyExists(
+            f"dataset {uuid!r} already exists in {store.url}", key=metadata_key(uuid)
+        )
+    in_schema, batches = iter_input(data)
+    schema = storage_schema(in_schema)
+    files = write_files(
+        store,
+        uuid,
+        Batches(in_schema, batches),
+        partition_on=partition_on,
+        secondary_indices=secondary_indices,
+        write_options=write_options,
+        schema=schema,
+        table=table,
+    )
+    return create_from_files(
+        store,
+        uuid,
+        files,
+        schema=schema,
+        partition_on=partition_on,
+        secondary_indices=secondary_indices,
+        metadata=metadata,
+        metadata_format=metadata_format,
+        table=table,
+    )
+
+
+def commit_change(
+    store: Store,
+    base: LoadedState,
+    files: Sequence[FileDescription],
+    *,
+    operation: str,
+    delete_scope: Sequence[Mapping[str, Any]] | None = None,
+    remove_all: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+    new_indices: Sequence[str] = (),
+    index_builder: Any = None,
+    max_retries: int = MAX_RETRIES,
+) -> LoadedState:
+    """Commit ``files`` (and removals) as the version after ``base``."""
+    doc = base.doc
+    assert doc.schema is not None
+    make = change_maker(
+        store,
+        doc.schema,
+        files,
+        operation=operation,
+        delete_scope=delete_scope,
+        remove_all=remove_all,
+        metadata=metadata,
+        new_indices=new_indices,
+        index_builder=index_builder,
+    )
+    stale = None
+    if base.foreign:
+        # kartothek may have left a pointer of the other format beside the one we read.
+        stale = "msgpack.zstd" if base.pointer_format == "json" else "json"
+    fmt = base.pointer_format or doc.metadata_format
+    committed = commit(
+        store,
+        doc.uuid,
+        doc,
+        base.number,
+        make,
+        max_retries=max_retries,
+        pointer_format=fmt,
+        stale_format=stale,
+    )
+    assert committed.version is not None
+    return LoadedState(
+        doc=committed,
+        number=committed.version.number,
+        foreign=False,
+        pointer_format=fmt,
+        requests=0,
+    )
+
+
+def commit_described_files(
+    store: Store,
+    uuid: str,
+    files: Sequence[FileDescription],
+    *,
+    mode: str = "append",
+    schema: pa.Schema | None = None,
+    partition_on: Sequence[str] = (),
+    secondary_indices: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+    operation: str = "write",
+    max_retries: int = MAX_RETRIES,
+    metadata_format: str = "json",
+) -> LoadedState:
+    """The body of :meth:`Dataset.commit_files` (see there)."""
+    if mode not in COMMIT_MODES:
+        raise InvalidArgument(f"mode must be create, append or overwrite, got {mode!r}")
+    validate_uuid(uuid)
+    layouts = {tuple(k for k, _ in f.partition) for f in files}
+    if len(layouts) > 1:
+        raise InvalidArgument(f"files of {uuid!r} mix partition layouts {sorted(layouts)}")
+    if not partition_on and layouts:
+        partition_on = layouts.pop()
+    if mode == "create" or not dataset_exists(store, uuid):
+        if schema is None:
+            schema = schema_from_files(store, files, partition_on)
+        return create_from_files(
+            store,
+            uuid,
+            files,
+            schema=schema,
+            partition_on=partition_on,
+            secondary_indices=secondary_indices,
+            metadata=metadata,
+            metadata_format=metadata_format,
+            table=files[0].table if files else DEFAULT_TABLE,
+            operation=operation,
+        )
+    base = load_latest(store, uuid)
+    keys = base.doc.partition_keys
+    if partition_on and tuple(partition_on) != keys:
+        raise InvalidArgument(
+            f"dataset {uuid!r} is partitioned on {keys}, not {tuple(partition_on)}"
+        )
+    for f in files:
+        file_keys = tuple(k for k, _ in f.partition)
+        if file_keys != keys:
+            raise InvalidArgument(
+                f"file {f.key} is partitioned on {file_keys}, but dataset {uuid!r} is "
+                f"partitioned on {keys}",
+                key=f.key,
+            )
+    return commit_change(
+        store,
+        base,
+        files,
+        remove_all=mode == "overwrite",
+        operation=operation,
+        metadata=metadata,
+        new_indices=secondary_indices,
+        max_retries=max_retries,
+    )
