@@ -10,6 +10,7 @@ import pytest
 
 from parquetry.dataset import Dataset, write_files
 from parquetry.dataset.indexfile import INDEX_ROW_GROUP
+from parquetry.errors import InvalidArgument
 from parquetry.store import MemoryStore
 from parquetry.testing import CountingStore
 
@@ -96,3 +97,19 @@ def test_pandas_input_through_arrow_c_stream() -> None:
     got = ds.read(predicates=[[("k", "==", "a")]])
     assert sorted(got["v"].to_pylist()) == [1.5, 3.5]
     assert ds.schema.field("k").type == pa.string()
+
+
+def test_index_pairs_match_the_data_files(big_index: tuple[MemoryStore, pa.Table]) -> None:
+    store, _ = big_index
+    ds = Dataset.open(store, "ix")
+    expected: set[tuple[object, str]] = set()
+    for planned in ds.plan(None).files:
+        values = ds.read_file(planned, columns=["s"]).column("s")
+        expected |= {(v, planned.label) for v in pc.unique(values).to_pylist()}
+    pairs = ds.index_pairs("s")
+    assert pairs.column_names == ["value", "label"]
+    got = list(zip(pairs["value"].to_pylist(), pairs["label"].to_pylist(), strict=True))
+    assert len(got) == len(set(got))
+    assert set(got) == expected
+    with pytest.raises(InvalidArgument, match="no secondary index on 'p'"):
+        ds.index_pairs("p")

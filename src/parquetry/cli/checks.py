@@ -258,17 +258,11 @@ def _check_index(store: Store, ds: Any, column: str, present: dict[str, Any]) ->
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from parquetry.dataset.indices import load_index
-    from parquetry.dataset.schema import normalise_type
-
     try:
-        ref = ds.document.indices[column]
-        index = load_index(store, column, ref, normalise_type(ds.schema.field(column).type))
+        pairs = ds.index_pairs(column)
     except ParquetryError as exc:
         return [f"index on {column!r}: {exc}"]
-    indexed: set[tuple[Any, str]] = set()
-    for row in index.pairs().to_pylist():
-        indexed.add((row["value"], row["label"]))
+    indexed: set[tuple[Any, str]] = {(row["value"], row["label"]) for row in pairs.to_pylist()}
     actual: set[tuple[Any, str]] = set()
     for label, (pf, _footer) in present.items():
         if column in ds.partition_keys:

@@ -298,6 +298,16 @@ class Dataset:
             self._indices[column] = IndexLookup(self.store, column, ref, footer, t)
         return self._indices[column]
 
+    def index_pairs(self, column: str) -> pa.Table:
+        """The secondary index on ``column``: one ``(value, label)`` row per value and
+        partition label holding it (labels as in :attr:`PlannedFile.label`)."""
+        if column not in self._doc.indices:
+            raise InvalidArgument(
+                f"dataset {self.uuid!r} has no secondary index on {column!r}; it has "
+                f"{list(self.secondary_indices)}"
+            )
+        return self._index(column).full().pairs()
+
     def plan(self, predicates: Any = None) -> ScanPlan:
         """The files to read for ``predicates`` (kartothek DNF) and why others are skipped."""
         dnf = validate_predicates(predicates, self.schema)
