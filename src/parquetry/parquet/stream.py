@@ -51,6 +51,10 @@ class ParquetStreamWriter:
 
     Use as a context manager: leaving the block normally closes (footer, upload); leaving
     it with an exception aborts (nothing is uploaded; a sink is left incomplete).
+
+    Full row groups are written to the sink from one background thread, never two writes
+    at once; the last group and the footer are written by the thread that calls
+    :meth:`close`. Not for concurrent use: one writer per thread.
     """
 
     def __init__(
