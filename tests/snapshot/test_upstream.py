@@ -15,16 +15,7 @@ from parquetry import (
     ParquetDatasetStore,
 )
 from parquetry.store import Capability, MemoryStore, Store
-from parquetry.store.wrappers import WrapperStore
-from parquetry.testing import CountingStore
-
-
-class LimitedStore(WrapperStore):
-    """A store that claims fewer capabilities (remote-store's mocked backends)."""
-
-    def __init__(self, inner: Store, caps: set[Capability]):
-        super().__init__(inner)
-        self.capabilities = frozenset(caps)
+from parquetry.testing import CountingStore, LimitedStore
 
 
 def test_constructor_defaults(any_store: Store) -> None:  # W1

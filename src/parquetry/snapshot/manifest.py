@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -76,6 +77,29 @@ class DatasetManifest:
     created_at_utc: str
     run_id: str | None = None
     metadata: dict[str, str] | None = None
+
+    @classmethod
+    def for_parts(
+        cls,
+        key: str,
+        names: list[str],
+        parts: list[StagedPart],
+        *,
+        compression: str,
+        run_id: str | None,
+        metadata: dict[str, str] | None,
+    ) -> DatasetManifest:
+        """The manifest of a write of ``parts`` (receipts, in order) named ``names``, now."""
+        return cls(
+            dataset_key=key,
+            parts=list(names),
+            row_count=sum(p.rows for p in parts),
+            schema_hash=parts[0].schema_hash,
+            compression=compression,
+            created_at_utc=datetime.now(UTC).isoformat(),
+            run_id=run_id,
+            metadata=dict(metadata) if metadata is not None else None,
+        )
 
     def to_json(self) -> str:
         """The canonical JSON text (what ``manifest.json`` holds, UTF-8 encoded)."""

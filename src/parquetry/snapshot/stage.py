@@ -38,16 +38,19 @@ class PartStager:
         options: WriteOptions,
         *,
         max_workers: int,
+        target: Callable[[str], str] | None = None,
     ):
         self.store = store
         self.key = key
         self.write_id = write_id
         self.options = options
         self.max_workers = max_workers
+        # Where a part named ``name`` goes: the staging area unless told otherwise.
+        self.target = target or (lambda name: staged_key(key, write_id, name))
 
     def stage_table(self, name: str, table: pa.Table) -> StagedPart:
         """Encode one whole table as one staged part."""
-        target = staged_key(self.key, self.write_id, name)
+        target = self.target(name)
         data = encode_table(table, self.options, where=target)
         return self._upload(name, target, data, table.num_rows, table.schema)
 
@@ -55,7 +58,7 @@ class PartStager:
         self, name: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]
     ) -> StagedPart:
         """Stream batches into one staged part (one row group of Arrow data held at a time)."""
-        target = staged_key(self.key, self.write_id, name)
+        target = self.target(name)
         data, rows = encode_batches(schema, batches, self.options, where=target)
         return self._upload(name, target, data, rows, schema)
 

@@ -7,7 +7,6 @@ import contextlib
 import time
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -22,6 +21,7 @@ from parquetry.errors import (
 )
 from parquetry.parquet.options import WriteOptions
 from parquetry.snapshot import layout
+from parquetry.snapshot.direct import can_stage, settle_direct, write_direct
 from parquetry.snapshot.inputs import as_arrow_input
 from parquetry.snapshot.manifest import DatasetManifest, StagedPart
 from parquetry.snapshot.reader import parse_manifest, read_snapshot
@@ -45,6 +45,8 @@ from parquetry.store.base import Capability, PutMode, Store
 __all__ = ["ParquetDatasetStore"]
 
 _WRITE_CAPS = (Capability.READ, Capability.WRITE, Capability.DELETE, Capability.LIST)
+# A direct write (no staging) still checks what exists and writes objects.
+_DIRECT_CAPS = (Capability.READ, Capability.WRITE)
 
 
 class ParquetDatasetStore:
@@ -130,15 +132,31 @@ class ParquetDatasetStore:
 
         Raises:
             CapabilityNotSupported: the store lacks ``atomic_write`` (or ``delete`` when
-                ``overwrite``), or another capability staging needs; before any I/O.
+                ``overwrite``), or another capability staging needs; before any I/O. A
+                store that cannot delete or list gets a direct write instead of staging
+                (:mod:`parquetry.snapshot.direct`) when ``overwrite`` is false.
             InvalidKey, InvalidArgument: bad key, input or argument; before any I/O.
             AlreadyExists: the dataset exists and ``overwrite`` is false.
         """
-        self._require_write(key, overwrite=overwrite)
+        direct = not overwrite and not can_stage(self._store)
+        self._require_write(key, overwrite=overwrite, staging=not direct)
         layout.check_dataset_key(key)
         check_run_id(run_id)
         check_metadata(metadata)
         source = as_arrow_input(table)
+        if direct:
+            return write_direct(
+                self._store,
+                key,
+                source,
+                self._options,
+                write_id=self.new_write_id(),
+                max_rows=self._max_rows_per_file,
+                max_workers=self._max_workers,
+                compression=self._compression,
+                run_id=run_id,
+                metadata=metadata,
+            )
         self._settle(key)
         if not overwrite and self.dataset_exists(key):
             raise AlreadyExists(
@@ -213,12 +231,17 @@ class ParquetDatasetStore:
     def repair(self, key: str) -> bool:
         """Complete an interrupted switch of ``key`` and drop staged leftovers.
 
-        Any write still staging parts for ``key`` loses them (its commit then fails).
+        Any write still staging parts for ``key`` loses them (its commit then fails). On a
+        store that cannot delete or list, completes a direct write that stopped between
+        its manifest and ``_SUCCESS`` (see :mod:`parquetry.snapshot.direct`).
 
         Returns:
-            True if an interrupted switch was found and completed.
+            True if an interrupted switch (or direct write) was found and completed.
         """
         layout.check_dataset_key(key)
+        if not can_stage(self._store):
+            self._store.require(Capability.ATOMIC_WRITE, *_DIRECT_CAPS)
+            return settle_direct(self._store, key)
         self._store.require(Capability.ATOMIC_WRITE, *_WRITE_CAPS)
         completed = self._settle(key)
         if not completed:
@@ -291,7 +314,7 @@ class ParquetDatasetStore:
 
     # --- internals -------------------------------------------------------------------------
 
-    def _require_write(self, key: object, *, overwrite: bool) -> None:
+    def _require_write(self, key: object, *, overwrite: bool, staging: bool = True) -> None:
         # Capability checks come before anything else, as spec 042 requires.
         for cap in (
             (Capability.ATOMIC_WRITE, Capability.DELETE)
@@ -306,7 +329,7 @@ class ParquetDatasetStore:
                 )
         if not isinstance(overwrite, bool):
             raise InvalidArgument(f"overwrite must be a bool, got {type(overwrite).__name__}")
-        for cap in _WRITE_CAPS:
+        for cap in _WRITE_CAPS if staging else _DIRECT_CAPS:
             if not self._store.supports(cap):
                 raise CapabilityNotSupported(
                     f"parquetry stages and switches dataset parts, which requires "
@@ -343,15 +366,8 @@ class ParquetDatasetStore:
             raise InvalidArgument(f"staged parts of {key!r} have different schemas", key=key)
         self._check_staged(key, write_id, parts)
         names = layout.part_names(len(parts))
-        manifest = DatasetManifest(
-            dataset_key=key,
-            parts=names,
-            row_count=sum(p.rows for p in parts),
-            schema_hash=parts[0].schema_hash,
-            compression=self._compression,
-            created_at_utc=datetime.now(UTC).isoformat(),
-            run_id=run_id,
-            metadata=dict(metadata) if metadata is not None else None,
+        manifest = DatasetManifest.for_parts(
+            key, names, parts, compression=self._compression, run_id=run_id, metadata=metadata
         )
         moves = tuple(
             PartMove(staged=p.name, final=n, size=p.size) for p, n in zip(parts, names, strict=True)

@@ -1,4 +1,4 @@
-"""Wrapper stores for tests: count requests, inject faults."""
+"""Wrapper stores for tests: count requests, inject faults, take capabilities away."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from parquetry.errors import StoreUnavailable
-from parquetry.store.base import ListResult, ObjectMeta, PutMode, Store
+from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
 from parquetry.store.wrappers import WrapperStore
 
-__all__ = ["CountingStore", "FaultyStore", "InjectedFault"]
+__all__ = ["CountingStore", "FaultyStore", "InjectedFault", "LimitedStore"]
 
 #: The kinds of calls the wrappers see (one per store primitive).
 KINDS = (
@@ -246,3 +246,16 @@ class FaultyStore(WrapperStore):
 
 def _injected_fault(kind: str, key: str) -> BaseException:
     return InjectedFault(f"injected fault on {kind} {key!r}", key=key)
+
+
+class LimitedStore(WrapperStore):
+    """A store that claims only ``capabilities`` (a subset of its inner store's).
+
+    For testing code paths of weaker backends: a write-once bucket (no ``delete``), an
+    upload-only credential (no ``list``), a store without conditional puts. The store's
+    own methods refuse what it no longer claims, before any I/O.
+    """
+
+    def __init__(self, inner: Store, capabilities: set[Capability] | frozenset[Capability]):
+        super().__init__(inner)
+        self.capabilities = frozenset(capabilities) & inner.capabilities
