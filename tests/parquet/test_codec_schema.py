@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 
 from parquetry.codec import (
@@ -79,3 +82,21 @@ def test_schema_json_round_trip() -> None:
     assert ParquetType.from_json("decimal(12,3)") == ParquetType.DECIMAL(12, 3)
     with pytest.raises(SchemaViolation):
         ParquetType.from_json("decimal(x,1)")
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ([], "a schema document is"),
+        ({"fields": "id"}, "a schema document is"),
+        ({"fields": [{"name": "id"}]}, "schema field 0 must be an object with a name and a type"),
+        ({"fields": ["id"]}, "schema field 0 must be an object"),
+        ({"fields": [{"type": "int64"}]}, "schema field 0 needs a string name"),
+        ({"fields": [{"name": "a", "type": "int64", "nullable": "no"}]}, "boolean nullable"),
+        ({"fields": [{"name": "a", "type": "int99"}]}, "invalid type 'int99'"),
+        ({"fields": [{"name": "a", "type": "int64"}, {"name": "a", "type": "bool"}]}, "duplicate"),
+    ],
+)
+def test_malformed_schema_documents_are_violations(document: Any, message: str) -> None:
+    with pytest.raises(SchemaViolation, match=re.escape(message)):
+        ParquetSchema.from_json(document)

@@ -151,9 +151,16 @@ def _root(
 def _register() -> None:
     # Command modules import their heavy dependencies (pyarrow, the dataset layers) inside the
     # command functions, so building the app and printing help stays fast.
-    from parquetry.cli import cmd_browse, cmd_maintain, cmd_report, cmd_scan, cmd_tools
+    from parquetry.cli import (
+        cmd_browse,
+        cmd_codec,
+        cmd_maintain,
+        cmd_report,
+        cmd_scan,
+        cmd_tools,
+    )
 
-    for module in (cmd_browse, cmd_scan, cmd_maintain, cmd_report, cmd_tools):
+    for module in (cmd_browse, cmd_scan, cmd_maintain, cmd_report, cmd_tools, cmd_codec):
         module.register(app)
 
 

@@ -18,11 +18,14 @@ __all__ = ["register", "split_file_url"]
 _OBJECT_SCHEMES = ("s3", "gs", "gcs", "az", "abfs")
 
 
-def split_file_url(target: str, options: StoreOptions) -> tuple[Store, str]:
+def split_file_url(
+    target: str, options: StoreOptions, *, must_exist: bool = True
+) -> tuple[Store, str]:
     """A store holding the file and the file's key in it.
 
-    Local paths open a store on the file's directory; ``s3://bucket/a/b.parquet`` opens the
-    bucket (the same for gs:// and az://); ``memory://name/key`` the named memory store.
+    Local paths open a store on the file's directory (which must exist; the file too when
+    ``must_exist``); ``s3://bucket/a/b.parquet`` opens the bucket (the same for gs:// and
+    az://); ``memory://name/key`` the named memory store.
     """
     from parquetry.cli.common import open_cli_store
 
@@ -34,7 +37,7 @@ def split_file_url(target: str, options: StoreOptions) -> tuple[Store, str]:
     if scheme == "memory":
         return open_cli_store(f"memory://{parts.netloc}", options), parts.path.lstrip("/")
     path = Path(parts.path if scheme == "file" else target).absolute()
-    if not path.is_file():
+    if path.is_dir() or (must_exist and not path.is_file()):
         from parquetry.errors import NotFound
 
         raise NotFound(f"no such file: {path}", key=str(path))

@@ -199,7 +199,30 @@ class ParquetSchema:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ParquetSchema:
-        schema = cls([ParquetField.from_json(f) for f in doc.get("fields", ())])
+        """Parse ``{"fields": [{"name": ..., "type": ..., "nullable": ...}, ...]}``.
+
+        Raises:
+            SchemaViolation: a malformed document (naming the entry at fault), or a schema
+                :meth:`validate` rejects.
+        """
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("fields", []), list):
+            raise SchemaViolation('a schema document is {"fields": [...]}')
+        fields = []
+        for position, entry in enumerate(doc.get("fields", [])):
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
+                raise SchemaViolation(
+                    f"schema field {position} must be an object with a name and a type string, "
+                    f"got {entry!r}"
+                )
+            if not isinstance(entry.get("name"), str) or not isinstance(
+                entry.get("nullable", False), bool
+            ):
+                raise SchemaViolation(
+                    f"schema field {position} needs a string name and a boolean nullable, "
+                    f"got {entry!r}"
+                )
+            fields.append(ParquetField.from_json(entry))
+        schema = cls(fields)
         schema.validate()
         return schema
 
