@@ -27,6 +27,7 @@ from parquetry.codec import (
     ParquetType,
     SchemaViolation,
 )
+from parquetry.parquet.options import WriteOptions
 
 UTC = dt.UTC
 # shared/ sits beside the checkout (CI clones main next to it).
@@ -88,10 +89,21 @@ def test_records_round_trip_to_their_normalised_form(rows: list[dict[str, Any]])
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.none(), max_size=50))
-def test_file_stats_match_a_brute_force_oracle(values: list[int | None]) -> None:
-    codec = ParquetCodec(ParquetSchema([ParquetField("x", ParquetType.INT64, nullable=True)]))
-    codec.encode_bytes([{"x": v} for v in values])
+@given(
+    st.lists(st.integers(-(2**63), 2**63 - 1) | st.none(), max_size=50),
+    st.sampled_from([None, 1, 4]),
+)
+def test_file_stats_match_a_brute_force_oracle(
+    values: list[int | None], row_group_size: int | None
+) -> None:
+    # Small row groups: the statistics of several groups (some all-null) are merged.
+    codec = ParquetCodec(
+        ParquetSchema([ParquetField("x", ParquetType.INT64, nullable=True)]),
+        options=WriteOptions(row_group_size=row_group_size),
+    )
+    data = codec.encode_bytes([{"x": v} for v in values])
+    groups = pq.ParquetFile(pa.BufferReader(data)).metadata.num_row_groups
+    assert groups == math.ceil(len(values) / (row_group_size or max(len(values), 1)))
     stats = codec.file_stats()
     assert stats is not None
     present = [v for v in values if v is not None]
@@ -340,3 +352,24 @@ def test_int96_timestamps_outside_the_nanosecond_range_decode() -> None:
     assert [r["ts"] for r in codec.decode(sink.getvalue())] == [
         s.replace(tzinfo=UTC) for s in stamps
     ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.none(), max_size=30),
+    st.sampled_from([None, 1, 3]),
+)
+def test_float_stats_skip_nan_across_row_groups(
+    values: list[float | None], row_group_size: int | None
+) -> None:
+    codec = ParquetCodec(
+        ParquetSchema([ParquetField("x", ParquetType.FLOAT64, nullable=True)]),
+        options=WriteOptions(row_group_size=row_group_size),
+    )
+    codec.encode_bytes([{"x": v} for v in values])
+    stats = codec.file_stats()
+    assert stats is not None
+    ordered = [v for v in values if v is not None and not math.isnan(v)]
+    column = stats.column("x")
+    assert (column.min, column.max) == (min(ordered, default=None), max(ordered, default=None))
+    assert column.null_count == sum(v is None for v in values)
