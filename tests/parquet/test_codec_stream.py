@@ -11,10 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from parquetry.codec import ParquetCodec, ParquetField, ParquetSchema, ParquetType, SchemaViolation
-from parquetry.errors import InvalidArgument, NotFound
+from parquetry.errors import InvalidArgument, InvalidFormat, NotFound
 from parquetry.parquet.options import WriteOptions
 from parquetry.parquet.stream import DEFAULT_STREAM_ROW_GROUP, ParquetStreamWriter
 from parquetry.store import Store
+from parquetry.testing import CountingStore
 
 SCHEMA = ParquetSchema(
     [ParquetField("id", ParquetType.INT64), ParquetField("name", ParquetType.STRING, nullable=True)]
@@ -243,3 +244,45 @@ def test_codec_encode_over_many_groups_reports_a_late_violation_and_writes_nothi
     records[4321] = {"id": 4321, "name": "x"}
     codec.encode(sink, records)
     assert pq.ParquetFile(io.BytesIO(sink.getvalue())).metadata.num_row_groups == 5
+
+
+def test_iter_records_matches_decode_in_bounded_memory(memory_store: Store) -> None:
+    codec = ParquetCodec(SCHEMA, options=WriteOptions(row_group_size=20_000))
+    # Hashed names: data that compresses poorly, so the file is several megabytes.
+    records = [
+        {"id": i, "name": None if i % 7 == 0 else f"{(i * 2654435761) % 2**61:x}"}
+        for i in range(200_000)
+    ]
+    data = codec.encode_bytes(records)
+    memory_store.put("big.parquet", data)
+    counting = CountingStore(memory_store)
+    baseline = pa.total_allocated_bytes()
+    peak = 0
+    count = 0
+    source = counting.open("big.parquet")
+    for count, record in enumerate(codec.iter_records(source, batch_rows=5_000), 1):
+        assert record == records[count - 1]
+        if count % 5_000 == 0:
+            peak = max(peak, pa.total_allocated_bytes() - baseline)
+    assert count == len(records)
+    whole = codec.decode_table(data)
+    assert peak < whole.nbytes / 4  # about one row group in Arrow memory at a time
+    # Read by ranges (footer, then column chunks), never one GET of the whole object.
+    assert len(data) > 1_000_000
+    assert counting.counts["get"] == 0
+    assert counting.counts["get_range"] >= 10
+    assert counting.bytes_read <= 1.2 * len(data)
+
+
+def test_iter_records_checks_the_schema_before_the_first_record() -> None:
+    data = ParquetCodec(SCHEMA).encode_bytes([{"id": 1, "name": "a"}])
+    needs_more = ParquetSchema(
+        [*SCHEMA.fields, ParquetField("missing", ParquetType.BOOL, nullable=False)]
+    )
+    records = ParquetCodec(needs_more).iter_records(data)
+    with pytest.raises(SchemaViolation, match="missing"):
+        next(records)
+    empty = ParquetCodec(ParquetSchema([])).iter_records(data)
+    assert list(empty) == [{}]
+    with pytest.raises(InvalidFormat):
+        next(ParquetCodec(SCHEMA).iter_records(b"not parquet data at all"))

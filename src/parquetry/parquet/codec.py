@@ -11,7 +11,7 @@ and :class:`~parquetry.parquet.stream.ParquetStreamWriter` for bounded-memory st
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -20,7 +20,7 @@ from parquetry.errors import ParquetryError
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import Source, open_parquet, read_failure
 from parquetry.parquet.options import WriteOptions
-from parquetry.parquet.records import CompiledSchema, no_gc, record_sequence
+from parquetry.parquet.records import SLICE_ROWS, CompiledSchema, no_gc, record_sequence
 from parquetry.parquet.rowgroups import RECORD_ROW_GROUP_ROWS, RowGroupWriter
 from parquetry.parquet.schema import ParquetCompression, ParquetSchema
 from parquetry.parquet.stats import FileStats, compute_stats
@@ -158,6 +158,41 @@ class ParquetCodec:
         table, name = self._read(source)
         with no_gc():
             return self.compiled.records(table, name)
+
+    def iter_records(
+        self, source: Source, *, batch_rows: int = SLICE_ROWS
+    ) -> Iterator[dict[str, Any]]:
+        """The records of :meth:`decode`, ``batch_rows`` at a time, in bounded memory.
+
+        For files too big for one list. ``source`` may be ``store.open(key)``: an
+        object-store file is then read by ranges, a column chunk at a time. A missing
+        required column, or a column type with no cast to the schema's, is raised before the
+        first record; a value that does not convert, or a file that breaks mid-way, is raised
+        where it is met (:class:`SchemaViolation`, :class:`InvalidFormat`).
+        """
+        names = list(self.schema.names)
+        parquet_file, raw, name = open_parquet(
+            source, columns=names, decryption=self.decryption, pre_buffer=False
+        )
+        present = [c for c in names if c in parquet_file.schema_arrow.names]
+        empty = parquet_file.schema_arrow.empty_table().select(present)
+        self.compiled.conform(empty, name)  # raises the schema problems up front
+        if not names:
+            yield from ({} for _ in range(parquet_file.metadata.num_rows))
+            return
+        batches = parquet_file.iter_batches(batch_size=batch_rows, columns=present)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except ParquetryError:
+                raise
+            except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
+                raise read_failure(raw, name, exc) from None
+            with no_gc():
+                rows = self.compiled.records(pa.Table.from_batches([batch]), name)
+            yield from rows
 
     def stream_writer(
         self,

@@ -80,13 +80,20 @@ def open_parquet(
     *,
     columns: Sequence[str] | None = None,
     decryption: DecryptionSettings | None = None,
+    pre_buffer: bool = True,
 ) -> tuple[pq.ParquetFile, RawFooter, str]:
-    """Open a Parquet file after checking its footer; return the file, footer and a name."""
+    """Open a Parquet file after checking its footer; return the file, footer and a name.
+
+    ``pre_buffer`` (pyarrow's default) fetches every needed column chunk in a few
+    coalesced reads before decoding: right for whole-file reads, wrong for streaming ones,
+    which should read one row group at a time.
+    """
     file, raw, name = _as_file(source)
     check_readable(raw, name, columns, decryption)
     try:
         parquet_file = pq.ParquetFile(
             file,
+            pre_buffer=pre_buffer,
             # Spark's default INT96 timestamps overflow nanoseconds outside 1677-2262.
             coerce_int96_timestamp_unit="us",
             decryption_properties=(
