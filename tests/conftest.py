@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from parquetry.store import LocalStore, MemoryStore, Store, open_store
 from parquetry.testing.moto import MotoServer, start_moto_server
+
+# CI (CI=true) replays the same examples on every run, so a landing never depends on the luck
+# of a draw; local runs explore new examples each time (and keep failures in .hypothesis/).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.fixture(scope="session")
