@@ -27,6 +27,7 @@ from parquetry.store import Store
 __all__ = [
     "LoadedState",
     "check_current_incarnation",
+    "decode_version",
     "history",
     "TOMBSTONE_KEY",
     "latest_version_number",
@@ -65,7 +66,7 @@ def read_pointer(store: Store, uuid: str) -> tuple[DatasetDocument, str, int]:
     raise DatasetNotFound(f"no dataset {uuid!r} in {store.url}", key=metadata_key(uuid))
 
 
-def _decode_version(data: bytes, key: str) -> DatasetDocument | None:
+def decode_version(data: bytes, key: str) -> DatasetDocument | None:
     """A version document, or None for a tombstone left by garbage collection."""
     if data.startswith(b'{"' + TOMBSTONE_KEY.encode()):
         return None
@@ -78,7 +79,7 @@ def load_version(store: Store, uuid: str, number: int) -> DatasetDocument:
         data = store.get(key)
     except NotFound:
         raise DatasetNotFound(f"dataset {uuid!r} has no version {number}", key=key) from None
-    doc = _decode_version(data, key)
+    doc = decode_version(data, key)
     if doc is None:
         raise DatasetNotFound(
             f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
@@ -105,7 +106,7 @@ def roll_forward(store: Store, uuid: str, number: int) -> tuple[DatasetDocument 
         except NotFound:
             return latest, number, requests
         number += 1
-        doc = _decode_version(data, key)
+        doc = decode_version(data, key)
         if doc is not None:
             latest = doc
 
