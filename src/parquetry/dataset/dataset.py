@@ -19,6 +19,7 @@ from parquetry.dataset.arrowfs import pyarrow_dataset
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.gc import GCReport, garbage_collect
 from parquetry.dataset.indices import IndexLookup
+from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo
 from parquetry.dataset.naming import (
     DEFAULT_TABLE,
@@ -49,6 +50,7 @@ from parquetry.dataset.versions import (
 )
 from parquetry.dataset.write import FileDescription, write_files
 from parquetry.errors import (
+    CommitConflict,
     InvalidArgument,
     UnknownColumn,
 )
@@ -259,7 +261,13 @@ class Dataset:
             pointer_format=self._pointer_format,
             requests=0,
         )
-        return Dataset(self.store, commit_change(self.store, base, files, **change))
+        try:
+            return Dataset(self.store, commit_change(self.store, base, files, **change))
+        except CommitConflict:
+            # Known not committed (a conflict, a delete, a reaped intent): the files this
+            # call wrote are nobody's; remove them now rather than at the next GC.
+            abandon_files(self.store, self.uuid, files)
+            raise
 
     def append(self, data: Any, *, write_options: WriteOptions | None = None) -> Dataset:
         """Add ``data`` as new partitions (never conflicts with other appends)."""

@@ -28,6 +28,7 @@ import threading
 import uuid as uuid_module
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from parquetry.dataset.naming import intent_key, intents_prefix
 from parquetry.errors import (
@@ -48,6 +49,7 @@ __all__ = [
     "Intent",
     "IntentRecordingStore",
     "IntentState",
+    "abandon_files",
     "Claim",
     "claim_for_commit",
     "list_intents",
@@ -291,6 +293,14 @@ def _cas(store: Store, key: str, data: bytes, version: str, uuid: str) -> Object
 def release_intents(store: Store, uuid: str, intents: Sequence[str]) -> None:
     """Delete the intents of a finished commit (best effort: GC reaps leftovers)."""
     with contextlib.suppress(ParquetryError):
+        store.delete_many([intent_key(uuid, i) for i in intents], missing_ok=True)
+
+
+def abandon_files(store: Store, uuid: str, files: Sequence[Any]) -> None:
+    """Delete uncommitted files (FileDescriptions) and then their intents (best effort)."""
+    intents = sorted({f.intent for f in files if f.intent})
+    with contextlib.suppress(ParquetryError):
+        store.delete_many([f.key for f in files], missing_ok=True)
         store.delete_many([intent_key(uuid, i) for i in intents], missing_ok=True)
 
 
