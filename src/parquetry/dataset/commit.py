@@ -59,10 +59,17 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
 
 
-def _backoff(attempt: int) -> None:
-    # Capped low: the loser has already rolled forward and its next attempt is cheap; long
-    # sleeps only let fresher writers overtake it (unfair) and cut throughput.
-    time.sleep(random.uniform(0, min(0.05, 0.002 * 2 ** min(attempt, 5))))
+def _backoff(attempt: int, rivals: int, duration: float) -> None:
+    """Sleep so that about one writer attempts per attempt duration.
+
+    ``rivals`` commits landed during our last attempt (of ``duration`` seconds): that many
+    writers compete, so spreading the next attempts over ``rivals * duration`` keeps wasted
+    attempts (each re-reads and rewrites index files) few without idling. Writers that lost
+    often get a narrower window, so they tend to go first (fairness); the window is capped
+    at 1 s so nobody sleeps long.
+    """
+    window = min(1.0, max(rivals, 1) * max(duration, 0.001)) / (1 + attempt // 4)
+    time.sleep(random.uniform(0, window))
 
 
 def _incarnation_of(doc: DatasetDocument | None) -> str:
@@ -143,6 +150,7 @@ def commit(
     check_incarnation(store, uuid, base, number)
     attempt = 0
     while True:
+        started = time.perf_counter()
         doc = make(base, number + 1)
         if claim is not None:
             claim.ensure_live()
@@ -157,8 +165,9 @@ def commit(
                     f"{attempt} times in a row; giving up after {max_retries} retries",
                     key=version_key(uuid, number + 1),
                 ) from None
+            lost_at = number
             base, number = _roll_forward_same(store, uuid, base, number)
-            _backoff(attempt)
+            _backoff(attempt, number - lost_at, time.perf_counter() - started)
             continue
         _check_after_commit(store, uuid, doc, number + 1)
         publish_pointer(store, uuid, doc, data, number + 1, pointer_format, stale_format)
