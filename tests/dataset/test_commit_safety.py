@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parquetry.dataset import Dataset, FileDescription, write_files
+from parquetry.dataset import Dataset, FileDescription, intents, write_files
 from parquetry.dataset.gc import garbage_collect
 from parquetry.dataset.intents import CLOCK_SKEW, DEFAULT_LEASE
 from parquetry.errors import DatasetDeleted, IntentExpired, PointerCorruptedWarning
@@ -32,6 +32,14 @@ AFTER_LEASE = DEFAULT_LEASE + CLOCK_SKEW + dt.timedelta(seconds=5)
 
 def _later() -> dt.datetime:
     return dt.datetime.now(dt.UTC) + AFTER_LEASE
+
+
+def _in_another_process(files: list[FileDescription]) -> list[FileDescription]:
+    """The descriptions as a committer in another process (a Spark driver) gets them: this
+    process forgets the intents it wrote, so the commit reads and claims them from the store.
+    GC runs below with a clock far ahead, which only another machine could have."""
+    intents._LOCAL.clear()
+    return [FileDescription.from_json(json.loads(json.dumps(f.to_json()))) for f in files]
 
 
 def _values(ds: Dataset) -> list[int]:
@@ -60,6 +68,7 @@ def test_a_commit_whose_intent_gc_reaped_fails() -> None:
     store = MemoryStore()
     Dataset.create(store, "ds", pa.table({"v": [0]}), secondary_indices=["v"])
     files = write_files(store, "ds", pa.table({"v": [1, 2]}), secondary_indices=["v"])
+    files = _in_another_process(files)
     report = garbage_collect(store, "ds", retention=0, now=_later())
     assert {f.key for f in files} <= set(report.deleted)
     assert report.reaped_intents == (files[0].intent,)
@@ -91,7 +100,7 @@ def test_a_commit_that_claims_first_beats_gc() -> None:
     """GC read the intent as expired, the commit claimed it before GC's CAS: GC backs off."""
     store = MemoryStore()
     Dataset.create(store, "ds", pa.table({"v": [0]}))
-    files = write_files(store, "ds", pa.table({"v": [1]}))
+    files = _in_another_process(write_files(store, "ds", pa.table({"v": [1]})))
     acknowledged: list[Dataset] = []
     racing = _BeforeIntentCAS(
         store, lambda: acknowledged.append(Dataset.commit_files(store, "ds", files))
@@ -107,7 +116,7 @@ def test_gc_that_reaps_first_beats_the_commit() -> None:
     """The commit read the intent, GC reaped it before the commit's CAS: the commit fails."""
     store = MemoryStore()
     Dataset.create(store, "ds", pa.table({"v": [0]}))
-    files = write_files(store, "ds", pa.table({"v": [1]}))
+    files = _in_another_process(write_files(store, "ds", pa.table({"v": [1]})))
     racing = _BeforeIntentCAS(
         store, lambda: garbage_collect(store, "ds", retention=0, now=_later())
     )
@@ -259,6 +268,7 @@ def test_gc_never_breaks_an_acknowledged_commit(ops: list[tuple[str, int]]) -> N
             )
         elif op == "commit" and arg in pending:
             value, files = pending.pop(arg)
+            files = _in_another_process(files)
             try:
                 Dataset.commit_files(store, "ds", files)
             except IntentExpired:

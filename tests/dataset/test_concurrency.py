@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from parquetry.dataset import Dataset
+from parquetry.dataset.gc import referenced_keys
 from parquetry.store import LocalStore, MemoryStore, Store
 from parquetry.store.base import ObjectMeta, PutMode
 from parquetry.store.wrappers import WrapperStore
@@ -78,6 +79,7 @@ WORKER = textwrap.dedent(
     import sys
     import pyarrow as pa
     from parquetry.dataset import Dataset
+from parquetry.dataset.gc import referenced_keys
     from parquetry.store import LocalStore
     store, w = LocalStore(sys.argv[1], fsync=False), int(sys.argv[2])
     for i in range(5):
@@ -159,3 +161,11 @@ def test_an_append_losing_many_races_in_a_row_still_commits() -> None:
     assert Dataset.open(store, "lose").read(predicates=[[("k", "==", 7)]]).num_rows == sum(
         1 for v in [-1, 7, *range(1001, 1071)] if v % 13 == 7
     )
+    # The index files of the 70 lost attempts went with the commit's intent.
+    referenced = {
+        key
+        for n in range(72)
+        for key in referenced_keys(Dataset.open(store, "lose", version=n).document)
+    }
+    assert {m.key for m in store.list("lose/indices")} <= referenced
+    assert list(store.list("lose/_intents")) == []

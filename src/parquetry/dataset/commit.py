@@ -26,7 +26,8 @@ import random
 import time
 from collections.abc import Callable
 
-from parquetry.dataset.intents import Claim, release_intents
+from parquetry.dataset.gc import referenced_keys
+from parquetry.dataset.intents import Claim
 from parquetry.dataset.metadata import DatasetDocument, encode_document
 from parquetry.dataset.naming import incarnation_key, metadata_key, version_key
 from parquetry.dataset.versions import decode_version, latest_version_number, roll_forward
@@ -172,7 +173,7 @@ def commit(
         _check_after_commit(store, uuid, doc, number + 1)
         publish_pointer(store, uuid, doc, data, number + 1, pointer_format, stale_format)
         if claim is not None:
-            release_intents(store, uuid, claim.ids)
+            claim.release(referenced_keys(doc))
         return doc
 
 

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from parquetry.dataset.commit import now_iso, publish_pointer
-from parquetry.dataset.intents import claim_for_commit, release_intents
+from parquetry.dataset.gc import referenced_keys
+from parquetry.dataset.intents import claim_for_commit
 from parquetry.dataset.metadata import DatasetDocument, encode_document
 from parquetry.dataset.naming import common_metadata_key, incarnation_key, version_key
 from parquetry.dataset.ops import apply_change
@@ -80,7 +81,7 @@ def create_from_files(
             f"dataset {uuid!r} was created concurrently", key=version_key(uuid, number)
         ) from None
     publish_pointer(store, uuid, doc, data, number, metadata_format)
-    release_intents(store, uuid, claim.ids)
+    claim.release(referenced_keys(doc))
     return LoadedState(
         doc=doc, number=number, foreign=False, pointer_format=metadata_format, requests=0
     )

@@ -262,12 +262,13 @@ class Dataset:
             requests=0,
         )
         try:
-            return Dataset(self.store, commit_change(self.store, base, files, **change))
+            state = commit_change(self.store, base, files, verify_files=False, **change)
         except CommitConflict:
             # Known not committed (a conflict, a delete, a reaped intent): the files this
             # call wrote are nobody's; remove them now rather than at the next GC.
             abandon_files(self.store, self.uuid, files)
             raise
+        return Dataset(self.store, state)
 
     def append(self, data: Any, *, write_options: WriteOptions | None = None) -> Dataset:
         """Add ``data`` as new partitions (never conflicts with other appends)."""

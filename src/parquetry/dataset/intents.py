@@ -55,7 +55,6 @@ __all__ = [
     "list_intents",
     "read_intent",
     "reap",
-    "release_intents",
 ]
 
 #: How long an intent protects its files without renewal. Writes renew it as they go, and
@@ -68,6 +67,13 @@ _FORMAT = "parquetry_intent"
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+# Intents this process wrote: id -> (object version, keys, renewed at). A commit in the
+# same process (``append``) takes them over without re-reading them; a commit elsewhere
+# (a Spark driver) reads them.
+_LOCAL: dict[str, tuple[str | None, tuple[str, ...], dt.datetime]] = {}
+_LOCAL_LOCK = threading.Lock()
 
 
 def _parse_time(text: str) -> dt.datetime:
@@ -164,6 +170,8 @@ class Intent:
             else:
                 meta = _cas(self.store, self.key, data, self._version, self.uuid)
             self._keys, self._version = new, meta.version
+            with _LOCAL_LOCK:
+                _LOCAL[self.id] = (meta.version, tuple(new), _now())
 
 
 class IntentRecordingStore(WrapperStore):
@@ -190,6 +198,7 @@ class _Held:
     id: str
     keys: tuple[str, ...]
     version: str | None
+    recorded: tuple[str, ...] = ()  # keys this commit added (index files of its attempts)
 
 
 class Claim:
@@ -222,7 +231,24 @@ class Claim:
         held.keys, held.version = keys, meta.version
 
     def take(self, intents: Iterable[str]) -> None:
-        """Claim existing intents (one HEAD + GET + CAS each, concurrently)."""
+        """Claim existing intents (one HEAD + GET + CAS each, concurrently).
+
+        An intent this process wrote less than half a lease ago is taken over without a
+        request: its last successful write proves GC had not reaped it, and GC cannot reap
+        it before the lease (plus retention and skew) is over; ``ensure_live`` renews it
+        before the commit point if half the lease is gone.
+        """
+        oldest = _now()
+        local: list[_Held] = []
+        remote: list[str] = []
+        with _LOCAL_LOCK:
+            for intent in sorted(set(intents)):
+                found = _LOCAL.pop(intent, None)
+                if found is not None and _now() - found[2] < self.lease / 2:
+                    local.append(_Held(id=intent, keys=found[1], version=found[0]))
+                    oldest = min(oldest, found[2])
+                else:
+                    remote.append(intent)
 
         def one(intent: str) -> _Held:
             key = intent_key(self.uuid, intent)
@@ -241,10 +267,10 @@ class Claim:
             self._put(held, state.keys)
             return held
 
-        taken = self.store.map_concurrent(one, sorted(set(intents)), max_workers=16)
+        taken = self.store.map_concurrent(one, remote, max_workers=16)
         with self._lock:
-            self._held.extend(taken)
-            self._renewed = _now()
+            self._held.extend(local + taken)
+            self._renewed = oldest
 
     def create_own(self) -> None:
         """An intent of this commit alone (for index files of a commit without data)."""
@@ -262,8 +288,26 @@ class Claim:
                 self._held.append(held)
             held = self._held[0]
             self._put(held, (*held.keys, *keys))
+            held.recorded = (*held.recorded, *keys)
             if len(self._held) == 1:
                 self._renewed = _now()
+
+    def release(self, committed: set[str]) -> None:
+        """After the commit point: drop the intents (best effort; GC reaps leftovers).
+
+        Keys an intent covers that the commit does not reference are index files of lost
+        attempts (deleted now) or files of the same write left out of this commit (kept
+        covered: the intent is rewritten with just them).
+        """
+        for held in self._held:
+            leftover = set(held.keys) - committed
+            key = intent_key(self.uuid, held.id)
+            with contextlib.suppress(ParquetryError):
+                if leftover <= set(held.recorded):
+                    self.store.delete_many(sorted(leftover), missing_ok=True)
+                    self.store.delete(key, missing_ok=True)
+                else:
+                    self._put(held, tuple(sorted(leftover)))
 
     def ensure_live(self) -> None:
         """Right before the commit point: renew every held intent if half its lease is gone."""
@@ -290,12 +334,6 @@ def _cas(store: Store, key: str, data: bytes, version: str, uuid: str) -> Object
         raise _reaped(uuid, key) from None
 
 
-def release_intents(store: Store, uuid: str, intents: Sequence[str]) -> None:
-    """Delete the intents of a finished commit (best effort: GC reaps leftovers)."""
-    with contextlib.suppress(ParquetryError):
-        store.delete_many([intent_key(uuid, i) for i in intents], missing_ok=True)
-
-
 def abandon_files(store: Store, uuid: str, files: Sequence[Any]) -> None:
     """Delete uncommitted files (FileDescriptions) and then their intents (best effort)."""
     intents = sorted({f.intent for f in files if f.intent})
@@ -305,13 +343,18 @@ def abandon_files(store: Store, uuid: str, files: Sequence[Any]) -> None:
 
 
 def claim_for_commit(
-    store: Store, uuid: str, files: Sequence[tuple[str, int, str | None]]
+    store: Store,
+    uuid: str,
+    files: Sequence[tuple[str, int, str | None]],
+    *,
+    verify: bool = True,
 ) -> tuple[Claim, Store]:
     """Claim the intents of ``files`` ``(key, size, intent)`` and check that each file exists.
 
     Returns the claim and the store the commit's ``make`` must write through (it records
     index files in the claim before writing them). The existence check (one HEAD per file,
-    16 at a time) follows the claim: from then on GC leaves the files alone.
+    16 at a time) follows the claim: from then on GC leaves the files alone. ``verify=False``
+    skips it for files the caller has just written itself (``append``, ``update``).
     """
     claim = Claim(store, uuid)
     ids = {intent for _, _, intent in files if intent}
@@ -335,7 +378,8 @@ def claim_for_commit(
                 key=key,
             )
 
-    store.map_concurrent(check, files, max_workers=16)
+    if verify:
+        store.map_concurrent(check, files, max_workers=16)
     return claim, IntentRecordingStore(store, claim)
 
 

@@ -91,11 +91,16 @@ def commit_change(
     new_indices: Sequence[str] = (),
     index_builder: Any = None,
     max_retries: int | None = MAX_RETRIES,
+    verify_files: bool = True,
 ) -> LoadedState:
-    """Commit ``files`` (and removals) as the version after ``base``."""
+    """Commit ``files`` (and removals) as the version after ``base``.
+
+    ``verify_files=False``: the caller has just written ``files`` itself; skip the HEADs.
+    """
     doc = base.doc
     assert doc.schema is not None
-    claim, work = claim_for_commit(store, doc.uuid, [(f.key, f.size, f.intent) for f in files])
+    described = [(f.key, f.size, f.intent) for f in files]
+    claim, work = claim_for_commit(store, doc.uuid, described, verify=verify_files)
     make = change_maker(
         work,
         doc.schema,
