@@ -16,16 +16,20 @@ __all__ = [
     "CapabilityNotSupported",
     "CodecNotStreamable",
     "CommitConflict",
+    "DatasetDeleted",
     "DatasetIncomplete",
     "DatasetNotFound",
     "EncryptionError",
     "InvalidArgument",
     "InvalidFormat",
+    "IntentExpired",
     "InvalidKey",
     "ManifestCorrupted",
     "MetadataCorrupted",
     "NotFound",
     "ParquetryError",
+    "ParquetryWarning",
+    "PointerCorruptedWarning",
     "PreconditionFailed",
     "PredicateError",
     "SchemaMismatch",
@@ -204,6 +208,15 @@ class CommitConflict(ParquetryError):
     """A concurrent commit changed what this commit depends on; retries exhausted."""
 
 
+class IntentExpired(CommitConflict):
+    """The write intent of a commit expired and garbage collection reaped it (its files may
+    be gone), or a file the commit would reference is missing: nothing was committed."""
+
+
+class DatasetDeleted(CommitConflict):
+    """The dataset a commit builds on was deleted (and maybe created again) meanwhile."""
+
+
 class PredicateError(ParquetryError, ValueError):
     """A predicate is malformed or its value does not fit the column's type."""
 
@@ -217,3 +230,15 @@ class PredicateError(ParquetryError, ValueError):
         super().__init__(message)
         self.column = column
         self.op = op
+
+
+# --- warnings ----------------------------------------------------------------------------
+
+
+class ParquetryWarning(UserWarning):
+    """Root of the warnings parquetry emits (something was off, but the operation worked)."""
+
+
+class PointerCorruptedWarning(ParquetryWarning):
+    """The pointer (kartothek metadata file) is unreadable; the newest readable version
+    document was used instead (``Dataset.repair`` rewrites the pointer)."""

@@ -13,7 +13,10 @@ import pyarrow as pa
 import pytest
 
 from parquetry.dataset import Dataset
-from parquetry.store import LocalStore, Store
+from parquetry.dataset.gc import referenced_keys
+from parquetry.store import LocalStore, MemoryStore, Store
+from parquetry.store.base import ObjectMeta, PutMode
+from parquetry.store.wrappers import WrapperStore
 
 WRITERS = 16
 APPENDS = 5
@@ -76,6 +79,7 @@ WORKER = textwrap.dedent(
     import sys
     import pyarrow as pa
     from parquetry.dataset import Dataset
+from parquetry.dataset.gc import referenced_keys
     from parquetry.store import LocalStore
     store, w = LocalStore(sys.argv[1], fsync=False), int(sys.argv[2])
     for i in range(5):
@@ -125,3 +129,43 @@ def test_concurrent_process_appends_on_local_disk(tmp_path: Path) -> None:
     for p, (out, err) in zip(procs, outputs, strict=True):
         assert _finished(p, out, err), f"exit {p.returncode}: {err.decode()[-2000:]}"
     _check(store, "procs")
+
+
+class _RivalFirst(WrapperStore):
+    """Before each of the first ``times`` version creations, a rival append takes the slot."""
+
+    def __init__(self, inner: Store, times: int):
+        super().__init__(inner)
+        self.times = times
+        self.rivals = 0
+
+    def _put(
+        self, key: str, data: bytes | memoryview, mode: PutMode, expected: str | None
+    ) -> ObjectMeta:
+        if mode is PutMode.CREATE and "/_versions/" in key and self.rivals < self.times:
+            self.rivals += 1
+            Dataset.open(self.inner, "lose").append(_row(1000 + self.rivals))
+        return super()._put(key, data, mode, expected)
+
+
+def test_an_append_losing_many_races_in_a_row_still_commits() -> None:
+    """Pure contention never fails an append (it gave up after 64 lost races before)."""
+    store = MemoryStore()
+    Dataset.create(store, "lose", _row(-1), partition_on=["p"], secondary_indices=["k"])
+    rival = _RivalFirst(store, 70)
+    ds = Dataset.open(rival, "lose").append(_row(7))
+    assert rival.rivals == 70
+    assert ds.version == 71
+    values = sorted(Dataset.open(store, "lose").read()["w"].to_pylist())
+    assert values == sorted([-1, 7] + [1000 + i for i in range(1, 71)])
+    assert Dataset.open(store, "lose").read(predicates=[[("k", "==", 7)]]).num_rows == sum(
+        1 for v in [-1, 7, *range(1001, 1071)] if v % 13 == 7
+    )
+    # The index files of the 70 lost attempts went with the commit's intent.
+    referenced = {
+        key
+        for n in range(72)
+        for key in referenced_keys(Dataset.open(store, "lose", version=n).document)
+    }
+    assert {m.key for m in store.list("lose/indices")} <= referenced
+    assert list(store.list("lose/_intents")) == []

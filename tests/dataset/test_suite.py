@@ -10,6 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from parquetry.dataset import Dataset, FileDescription, write_files
+from parquetry.dataset.gc import garbage_collect
+from parquetry.dataset.intents import CLOCK_SKEW, DEFAULT_LEASE
 from parquetry.errors import (
     AlreadyExists,
     DatasetNotFound,
@@ -225,8 +227,14 @@ def test_gc_keeps_retained_versions(any_store: Store) -> None:
     assert Dataset.open(any_store, "gc", version=0).read().num_rows == 8
     report = ds1.garbage_collect(retention=0)
     assert report.expired_versions == (0,)
-    assert orphan in report.deleted
+    assert orphan not in report.deleted  # its write intent is live: a commit may follow
     assert all(not any_store.exists(k) for k in report.deleted)
+    later = dt.datetime.now(dt.UTC) + DEFAULT_LEASE + CLOCK_SKEW + dt.timedelta(seconds=5)
+    report = garbage_collect(any_store, "gc", retention=0, now=later)
+    assert orphan in report.deleted
+    assert not any_store.exists(orphan)
+    assert len(report.reaped_intents) == 1
+    assert [m.key for m in any_store.list("gc/_intents")] == []
     with pytest.raises(DatasetNotFound, match="expired"):
         Dataset.open(any_store, "gc", version=0)
     assert sort_rows(Dataset.open(any_store, "gc").read()) == sort_rows(sample_table(8, 10))

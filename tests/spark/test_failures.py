@@ -3,6 +3,7 @@ as it was (orphans go to garbage collection), concurrent Spark jobs both commit.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import pyarrow as pa
 import pytest
 
 from parquetry.dataset import Dataset, write_files
+from parquetry.dataset.gc import GCReport, garbage_collect
+from parquetry.dataset.intents import CLOCK_SKEW, DEFAULT_LEASE
 from parquetry.spark import write_dataset
 from parquetry.store import open_store
 
@@ -49,6 +52,13 @@ def _failing_ids(spark: Any, n: int, *, fail_at: int, partition: int, always: bo
     return spark.range(0, n, numPartitions=2).select(maybe_fail("id").alias("id"))
 
 
+def _gc_after_leases(lake: str, uuid: str) -> GCReport:
+    """GC with retention 0 at a time when the write intents of the failed attempts (which
+    protect files of writes in flight) have expired."""
+    later = dt.datetime.now(dt.UTC) + DEFAULT_LEASE + CLOCK_SKEW + dt.timedelta(seconds=5)
+    return garbage_collect(open_store(lake), uuid, retention=0, now=later)
+
+
 def _unreferenced(lake: str, uuid: str) -> set[str]:
     store = open_store(lake)
     stored = {m.key for m in store.list(f"{uuid}/table/") if m.key.endswith(".parquet")}
@@ -67,7 +77,7 @@ def test_retried_task_does_not_duplicate_rows(spark: Any, lake: str, small_batch
     assert ids == list(range(4000))
     # Spark feeds the writer only after the UDF stage returns, so attempt 0 usually fails before
     # writing; whatever it did write is unreferenced and garbage collection removes it.
-    ds.garbage_collect(retention=0)
+    _gc_after_leases(lake, "retry")
     assert _unreferenced(lake, "retry") == set()
     assert sorted(Dataset.open(open_store(lake), "retry").read().column("id").to_pylist()) == ids
 
@@ -85,7 +95,8 @@ def test_failed_job_leaves_dataset_unchanged(spark: Any, lake: str, small_batche
     assert after.version == before.version
     assert sorted(after.read().column("id").to_pylist()) == list(range(50))
     assert orphans <= _unreferenced(lake, "failjob")
-    report = after.garbage_collect(retention=0)
+    assert not orphans & set(after.garbage_collect(retention=0).deleted)  # intents protect
+    report = _gc_after_leases(lake, "failjob")
     assert orphans <= set(report.deleted)
     assert _unreferenced(lake, "failjob") == set()
     assert sorted(Dataset.open(open_store(lake), "failjob").read().column("id").to_pylist()) == (

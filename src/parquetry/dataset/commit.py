@@ -3,8 +3,14 @@
 A commit is a function ``make(base, number) -> DatasetDocument`` applied to the newest state.
 If another writer created version ``number`` first, the writer rolls forward to the newest
 version and calls ``make`` again; ``make`` raises :class:`CommitConflict` when its change
-overlaps the other commits (e.g. a ``delete_scope`` whose partitions changed). Retries are
-bounded, with jittered exponential backoff.
+overlaps the other commits (e.g. a ``delete_scope`` whose partitions changed). Losing a race
+alone never makes a commit fail (appends always go through): it retries with a short
+jittered backoff, without a fixed limit unless the caller sets ``max_retries``.
+
+Before its commit point a commit holds its write intents (:mod:`parquetry.dataset.intents`),
+has checked that every file it adds exists, and that the incarnation of the dataset it
+builds on still exists (a ``delete`` removes the incarnation marker first); after it, it
+checks the marker again, so a commit racing a ``delete`` is not acknowledged.
 
 After the commit point the pointer (the kartothek metadata file) is rewritten. Pointer
 writes are unconditional (kartothek writes it the same way), so a slow writer could put an
@@ -20,15 +26,31 @@ import random
 import time
 from collections.abc import Callable
 
+from parquetry.dataset.gc import referenced_keys
+from parquetry.dataset.intents import Claim
 from parquetry.dataset.metadata import DatasetDocument, encode_document
-from parquetry.dataset.naming import metadata_key, version_key
-from parquetry.dataset.versions import latest_version_number, roll_forward
-from parquetry.errors import AlreadyExists, CommitConflict, ParquetryError
+from parquetry.dataset.naming import incarnation_key, metadata_key, version_key
+from parquetry.dataset.versions import decode_version, latest_version_number, roll_forward
+from parquetry.errors import (
+    AlreadyExists,
+    CommitConflict,
+    DatasetDeleted,
+    NotFound,
+    ParquetryError,
+)
 from parquetry.store import PutMode, Store
 
-__all__ = ["MAX_RETRIES", "MakeVersion", "commit", "now_iso", "publish_pointer"]
+__all__ = [
+    "MAX_RETRIES",
+    "MakeVersion",
+    "check_incarnation",
+    "commit",
+    "now_iso",
+    "publish_pointer",
+]
 
-MAX_RETRIES = 64
+#: No fixed limit: a commit that merely lost races keeps retrying (None = unbounded).
+MAX_RETRIES: int | None = None
 
 #: Builds the new document from the newest base (None when creating) and the new number.
 MakeVersion = Callable[[DatasetDocument | None, int], DatasetDocument]
@@ -38,8 +60,71 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
 
 
-def _backoff(attempt: int) -> None:
-    time.sleep(random.uniform(0, min(0.5, 0.005 * 2 ** min(attempt, 7))))
+def _backoff(attempt: int, rivals: int, duration: float) -> None:
+    """Sleep so that about one writer attempts per attempt duration.
+
+    ``rivals`` commits landed during our last attempt (of ``duration`` seconds): that many
+    writers compete, so spreading the next attempts over ``rivals * duration`` keeps wasted
+    attempts (each re-reads and rewrites index files) few without idling. Writers that lost
+    often get a narrower window, so they tend to go first (fairness); the window is capped
+    at 1 s so nobody sleeps long.
+    """
+    window = min(1.0, max(rivals, 1) * max(duration, 0.001)) / (1 + attempt // 4)
+    time.sleep(random.uniform(0, window))
+
+
+def _incarnation_of(doc: DatasetDocument | None) -> str:
+    return doc.version.incarnation if doc is not None and doc.version is not None else ""
+
+
+def check_incarnation(store: Store, uuid: str, base: DatasetDocument | None, number: int) -> None:
+    """Raise DatasetDeleted if the incarnation ``base`` belongs to no longer exists."""
+    incarnation = _incarnation_of(base)
+    if incarnation:
+        key = incarnation_key(uuid, incarnation)
+    elif base is not None and base.version is not None and number >= 0:
+        key = version_key(uuid, number)  # written before incarnation ids: the base version
+    else:
+        return
+    if not store.exists(key):
+        raise DatasetDeleted(
+            f"dataset {uuid!r} was deleted (and maybe created again) after version {number} "
+            "was read; nothing is committed",
+            key=key,
+        )
+
+
+def _roll_forward_same(
+    store: Store, uuid: str, base: DatasetDocument | None, number: int
+) -> tuple[DatasetDocument | None, int]:
+    """The newest version of ``base``'s incarnation after ``number`` (and the newest number).
+
+    A version of another incarnation means the dataset was deleted and created again; unless
+    our incarnation marker still exists (then it is a stray of a commit that raced a delete
+    and lost), the commit must fail.
+    """
+    incarnation = _incarnation_of(base)
+    if not incarnation:
+        newer, number, _ = roll_forward(store, uuid, number)
+        return (newer if newer is not None else base), number
+    foreign = False
+    while True:
+        key = version_key(uuid, number + 1)
+        try:
+            data = store.get(key)
+        except NotFound:
+            break
+        number += 1
+        doc = decode_version(data, key)
+        if doc is None:
+            continue
+        if _incarnation_of(doc) == incarnation:
+            base = doc
+        else:
+            foreign = True
+    if foreign:
+        check_incarnation(store, uuid, base, number)
+    return base, number
 
 
 def commit(
@@ -49,38 +134,60 @@ def commit(
     number: int,
     make: MakeVersion,
     *,
-    max_retries: int = MAX_RETRIES,
+    max_retries: int | None = MAX_RETRIES,
     pointer_format: str = "json",
     stale_format: str | None = None,
+    claim: Claim | None = None,
 ) -> DatasetDocument:
     """Commit ``make(base, number + 1)``; ``number`` < 0 means "find the newest by listing".
 
-    Returns the committed document. Raises CommitConflict when retries are exhausted or
-    ``make`` reports an overlapping change.
+    ``claim`` holds the commit's write intents (renewed while retrying, released after).
+    Returns the committed document. Raises CommitConflict when ``make`` reports an
+    overlapping change or ``max_retries`` lost races in a row are exceeded, DatasetDeleted
+    when the dataset was deleted meanwhile, IntentExpired when GC reaped the intents.
     """
     if number < 0:
         number = latest_version_number(store, uuid)
+    check_incarnation(store, uuid, base, number)
     attempt = 0
     while True:
+        started = time.perf_counter()
         doc = make(base, number + 1)
+        if claim is not None:
+            claim.ensure_live()
         data = encode_document(doc, "json")
         try:
             store.put(version_key(uuid, number + 1), data, mode=PutMode.CREATE)
         except AlreadyExists:
             attempt += 1
-            if attempt > max_retries:
+            if max_retries is not None and attempt > max_retries:
                 raise CommitConflict(
                     f"dataset {uuid!r}: version {number + 1} was taken by another writer "
                     f"{attempt} times in a row; giving up after {max_retries} retries",
                     key=version_key(uuid, number + 1),
                 ) from None
-            newer, number, _ = roll_forward(store, uuid, number)
-            if newer is not None:
-                base = newer
-            _backoff(attempt)
+            lost_at = number
+            base, number = _roll_forward_same(store, uuid, base, number)
+            _backoff(attempt, number - lost_at, time.perf_counter() - started)
             continue
+        _check_after_commit(store, uuid, doc, number + 1)
         publish_pointer(store, uuid, doc, data, number + 1, pointer_format, stale_format)
+        if claim is not None:
+            claim.release(referenced_keys(doc))
         return doc
+
+
+def _check_after_commit(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:
+    """A ``delete`` that removed the incarnation meanwhile: take the version back, fail."""
+    incarnation = _incarnation_of(doc)
+    if not incarnation or store.exists(incarnation_key(uuid, incarnation)):
+        return
+    store.delete(version_key(uuid, number), missing_ok=True)
+    raise DatasetDeleted(
+        f"dataset {uuid!r} was deleted while version {number} was being committed; "
+        "nothing is committed",
+        key=incarnation_key(uuid, incarnation),
+    )
 
 
 def publish_pointer(

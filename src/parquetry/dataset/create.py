@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid as uuid_module
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -10,8 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from parquetry.dataset.commit import now_iso, publish_pointer
+from parquetry.dataset.gc import referenced_keys
+from parquetry.dataset.intents import claim_for_commit
 from parquetry.dataset.metadata import DatasetDocument, encode_document
-from parquetry.dataset.naming import common_metadata_key, version_key
+from parquetry.dataset.naming import common_metadata_key, incarnation_key, version_key
 from parquetry.dataset.ops import apply_change
 from parquetry.dataset.schema import common_metadata_bytes
 from parquetry.dataset.versions import LoadedState, load_version_or_none, roll_forward
@@ -41,7 +44,11 @@ def create_from_files(
         if col not in schema.names:
             raise UnknownColumn(f"column {col!r} is not in the schema", column=col)
     number = _first_version_number(store, uuid, table)
+    claim, work = claim_for_commit(store, uuid, [(f.key, f.size, f.intent) for f in files])
     put_common_metadata(store, uuid, table, schema, partition_on, replace_stale=number > 0)
+    # The marker exists before version 0: a commit checks that its incarnation still does.
+    incarnation = uuid_module.uuid4().hex
+    store.put(incarnation_key(uuid, incarnation), b"", mode=PutMode.CREATE)
     user = dict(metadata or {})
     creation = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0).isoformat()
     empty = DatasetDocument(
@@ -53,7 +60,7 @@ def create_from_files(
         metadata_format=metadata_format,
     )
     doc = apply_change(
-        store,
+        work,
         empty,
         number=number,
         parent=None,
@@ -64,6 +71,7 @@ def create_from_files(
         new_indices=secondary_indices,
         metadata=user,
         epoch=number,
+        incarnation=incarnation,
     )
     data = encode_document(doc, "json")
     try:
@@ -73,6 +81,7 @@ def create_from_files(
             f"dataset {uuid!r} was created concurrently", key=version_key(uuid, number)
         ) from None
     publish_pointer(store, uuid, doc, data, number, metadata_format)
+    claim.release(referenced_keys(doc))
     return LoadedState(
         doc=doc, number=number, foreign=False, pointer_format=metadata_format, requests=0
     )

@@ -19,12 +19,15 @@ from parquetry.dataset.arrowfs import pyarrow_dataset
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.gc import GCReport, garbage_collect
 from parquetry.dataset.indices import IndexLookup
+from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo
 from parquetry.dataset.naming import (
     DEFAULT_TABLE,
     METADATA_FORMATS,
+    is_incarnation_key,
     metadata_key,
     validate_uuid,
+    versions_prefix,
 )
 from parquetry.dataset.ops import partition_values_of
 from parquetry.dataset.plan import PlannedFile, ScanPlan, make_plan
@@ -47,6 +50,7 @@ from parquetry.dataset.versions import (
 )
 from parquetry.dataset.write import FileDescription, write_files
 from parquetry.errors import (
+    CommitConflict,
     InvalidArgument,
     UnknownColumn,
 )
@@ -203,13 +207,19 @@ class Dataset:
         secondary_indices: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         operation: str = "write",
-        max_retries: int = MAX_RETRIES,
+        max_retries: int | None = MAX_RETRIES,
         metadata_format: str = "json",
     ) -> Dataset:
         """Commit files written earlier with :func:`write_files` (one conflict-safe commit).
 
         ``mode``: ``"create"`` (new dataset), ``"append"`` (creates a missing dataset) or
         ``"overwrite"`` (replaces every partition; conflicts with concurrent changes).
+        ``max_retries``: lost races tolerated in a row (None: no limit; losing races alone
+        never fails a commit then).
+
+        Before the commit point the files' write intents are claimed and every file is
+        checked to exist (one HEAD each, 16 at a time): if garbage collection reaped them
+        (their lease ended long ago), this raises IntentExpired and commits nothing.
         """
         return cls(
             store,
@@ -251,7 +261,14 @@ class Dataset:
             pointer_format=self._pointer_format,
             requests=0,
         )
-        return Dataset(self.store, commit_change(self.store, base, files, **change))
+        try:
+            state = commit_change(self.store, base, files, verify_files=False, **change)
+        except CommitConflict:
+            # Known not committed (a conflict, a delete, a reaped intent): the files this
+            # call wrote are nobody's; remove them now rather than at the next GC.
+            abandon_files(self.store, self.uuid, files)
+            raise
+        return Dataset(self.store, state)
 
     def append(self, data: Any, *, write_options: WriteOptions | None = None) -> Dataset:
         """Add ``data`` as new partitions (never conflicts with other appends)."""
@@ -392,7 +409,11 @@ class Dataset:
         return repair(store, uuid)
 
     def delete(self) -> None:
-        """Delete the dataset: the pointer first (it disappears at once), then every file."""
+        """Delete the dataset: the incarnation marker first (commits in flight on it fail
+        from then on), the pointer (the dataset disappears), then every file."""
+        versions = self.store.list(versions_prefix(self.uuid))
+        markers = [m.key for m in versions if is_incarnation_key(m.key)]
+        self.store.delete_many(markers, missing_ok=True)
         for fmt in METADATA_FORMATS:
             self.store.delete(metadata_key(self.uuid, fmt), missing_ok=True)
         keys = [m.key for m in self.store.list(self.uuid)]

@@ -1,13 +1,25 @@
-"""Garbage collection with a retention period.
+"""Garbage collection with a retention period, driven by versions and write intents.
 
 A version is *retained* while it is the newest one or was current at some point within the
 retention period (its successor was committed less than ``retention`` ago): a reader may
-still be using it. GC first turns expired version documents into tombstones (so nobody can
-open them any more, while the version numbers stay taken), then deletes every file under
-``<uuid>/`` that no retained version (nor the current pointer) references and that is either
-referenced by an expired version or older than the retention period (orphans of failed or
-retried writes). Files younger than the retention period that nothing references are kept:
-they may belong to a commit in flight.
+still be using it. GC
+
+1. reaps write intents (:mod:`parquetry.dataset.intents`) whose lease ended more than
+   ``retention`` (plus the clock-skew allowance) ago: a compare-and-swap marks each one
+   reaped, so a commit still holding it fails instead of acknowledging;
+2. reads every version document (after the reaping, so a commit that claimed its intent
+   first is seen) and turns expired ones into tombstones (nobody can open them any more,
+   while the version numbers stay taken);
+3. deletes the files of reaped intents and of expired versions that no retained version (nor
+   the current pointer) references, then the reaped intents themselves;
+4. *sweeps* only where no intent information exists: when the dataset still has versions
+   written before write intents, or its pointer was written by another tool (kartothek),
+   or ``sweep=True``. The sweep lists the dataset and deletes files that nothing references,
+   that no intent covers and that are older than the retention period (the only rule files
+   without intents can have: a write in flight of another tool is protected by age alone).
+
+Files of live intents are never deleted, however old; steps 1-3 list only ``_intents`` and
+``_versions``, never the data files.
 """
 
 from __future__ import annotations
@@ -16,16 +28,18 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from parquetry.dataset.intents import IntentState, list_intents, reap
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.naming import (
     common_metadata_key,
+    intents_prefix,
     metadata_key,
     version_key,
     version_number_from_key,
     versions_prefix,
 )
-from parquetry.dataset.versions import TOMBSTONE_KEY, read_pointer, tombstone_bytes
-from parquetry.errors import InvalidArgument, NotFound
+from parquetry.dataset.versions import decode_version, read_pointer, tombstone_bytes
+from parquetry.errors import InvalidArgument, MetadataCorrupted, NotFound
 from parquetry.store import Store
 
 __all__ = ["GCReport", "garbage_collect", "referenced_keys"]
@@ -38,6 +52,8 @@ class GCReport:
     deleted: tuple[str, ...]
     expired_versions: tuple[int, ...]
     retained_versions: tuple[int, ...]
+    reaped_intents: tuple[str, ...] = ()
+    swept: bool = False
 
 
 def referenced_keys(doc: DatasetDocument) -> set[str]:
@@ -52,31 +68,62 @@ def _parse_time(text: str) -> dt.datetime:
     return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
+def _intent_keys(
+    store: Store, uuid: str, now: dt.datetime, retention: dt.timedelta
+) -> tuple[set[str], dict[str, tuple[str, ...]]]:
+    """(keys covered by live intents, reaped intent key -> its file keys)."""
+    live: set[str] = set()
+    reaped: dict[str, tuple[str, ...]] = {}
+    for meta in list_intents(store, uuid):
+        state, is_reaped = reap(store, uuid, meta.key, now, retention)
+        if state is None:
+            continue
+        if is_reaped:
+            reaped[meta.key] = state.keys
+        else:
+            live |= set(state.keys)
+    return live, reaped
+
+
+def _read_versions(store: Store, uuid: str) -> dict[int, DatasetDocument | None]:
+    docs: dict[int, DatasetDocument | None] = {}
+    for meta in store.list(versions_prefix(uuid)):
+        n = version_number_from_key(meta.key)
+        if n is not None:
+            docs[n] = decode_version(store.get(meta.key), meta.key)
+    return docs
+
+
+def _pointer_keys(store: Store, uuid: str) -> tuple[set[str], bool]:
+    """(keys the pointer references, whether another tool wrote it)."""
+    try:
+        pointer, _, _ = read_pointer(store, uuid)
+    except (NotFound, MetadataCorrupted):
+        return set(), False
+    return referenced_keys(pointer), pointer.version is None
+
+
 def garbage_collect(
     store: Store,
     uuid: str,
     *,
     retention: dt.timedelta | float,
     now: dt.datetime | None = None,
+    sweep: bool | None = None,
 ) -> GCReport:
+    """Collect garbage of dataset ``uuid`` (see the module docstring for the rules).
+
+    ``sweep``: None = list the whole dataset only where files may lack intents (legacy
+    versions, a foreign pointer); True/False force it on/off.
+    """
     if not isinstance(retention, dt.timedelta):
         retention = dt.timedelta(seconds=float(retention))
     if retention < dt.timedelta(0):
         raise InvalidArgument(f"retention must not be negative, got {retention}")
     now = now or dt.datetime.now(dt.UTC)
     cutoff = now - retention
-    docs: dict[int, DatasetDocument | None] = {}
-    for meta in store.list(versions_prefix(uuid)):
-        n = version_number_from_key(meta.key)
-        if n is None:
-            continue
-        data = store.get(meta.key)
-        if data.startswith(b'{"' + TOMBSTONE_KEY.encode()):
-            docs[n] = None
-        else:
-            from parquetry.dataset.metadata import decode_document
-
-            docs[n] = decode_document(data, "json", key=meta.key)
+    live_intent_keys, reaped = _intent_keys(store, uuid, now, retention)
+    docs = _read_versions(store, uuid)
     live = sorted(n for n, d in docs.items() if d is not None)
     retained: list[int] = []
     expired: list[int] = []
@@ -93,38 +140,70 @@ def garbage_collect(
     keep: set[str] = set()
     for n in retained:
         keep |= referenced_keys(docs[n])  # type: ignore[arg-type]
-    try:
-        pointer, _, _ = read_pointer(store, uuid)
-        keep |= referenced_keys(pointer)
-    except NotFound:
-        pass
+    pointer_keys, foreign = _pointer_keys(store, uuid)
+    keep |= pointer_keys
     dropped: set[str] = set()
     for n in expired:
         dropped |= referenced_keys(docs[n])  # type: ignore[arg-type]
+    for files in reaped.values():
+        dropped |= set(files)
     stamp = now.isoformat()
     for n in expired:
         store.put(version_key(uuid, n), tombstone_bytes(n, stamp))
-    deleted = _delete_unreferenced(store, uuid, keep, dropped, cutoff)
+    victims = sorted(dropped - keep - live_intent_keys)
+    _delete_all(store, victims)
+    # Only after their files: an interrupted GC finds the reaped intents again.
+    _delete_all(store, reaped)
+    legacy = any(
+        d.version is None or not d.version.incarnation for d in docs.values() if d is not None
+    )
+    swept = sweep if sweep is not None else (legacy or foreign)
+    deleted = list(victims)
+    if swept:
+        deleted += _sweep(store, uuid, keep, max(docs, default=-1), cutoff)
     deleted += _delete_stale_pointer(store, uuid)
     return GCReport(
-        deleted=tuple(sorted(deleted)),
+        deleted=tuple(sorted(set(deleted))),
         expired_versions=tuple(expired),
         retained_versions=tuple(retained),
+        reaped_intents=tuple(sorted(k.rsplit("/", 1)[-1].removesuffix(".json") for k in reaped)),
+        swept=swept,
     )
 
 
-def _delete_unreferenced(
-    store: Store, uuid: str, keep: set[str], dropped: set[str], cutoff: dt.datetime
-) -> list[str]:
+def _sweep(store: Store, uuid: str, keep: set[str], newest: int, cutoff: dt.datetime) -> list[str]:
+    """Delete old unreferenced files no intent covers (the rule for files without intents).
+
+    Order matters: a file is listed first; the intents are read after it (a writer records
+    a key before writing it, so its intent - if still there - is seen), and then versions
+    committed since step 2 (an intent is deleted only after its commit point).
+    """
+    listed = list(store.list(uuid))
+    covered: set[str] = set()
+    for meta in list_intents(store, uuid):
+        try:
+            covered |= set(IntentState.from_bytes(store.get(meta.key), meta.key).keys)
+        except (NotFound, MetadataCorrupted):
+            continue
+    n = newest
+    while True:
+        key = version_key(uuid, n + 1)
+        try:
+            doc = decode_version(store.get(key), key)
+        except NotFound:
+            break
+        n += 1
+        if doc is not None:
+            keep = keep | referenced_keys(doc)
+    internal = (versions_prefix(uuid) + "/", intents_prefix(uuid) + "/")
     victims = []
-    for meta in store.list(uuid):
+    for meta in listed:
         key = meta.key
-        if key in keep or key.startswith(versions_prefix(uuid) + "/"):
+        if key in keep or key in covered or key.startswith(internal):
             continue
         if key.endswith("/_common_metadata"):
             continue
-        old = meta.modified is not None and meta.modified < cutoff
-        if key in dropped or old:
+        if meta.modified is not None and meta.modified < cutoff:
             victims.append(key)
     _delete_all(store, victims)
     return victims

@@ -125,8 +125,12 @@ class VersionInfo:
     #: Number of the version that created this incarnation of the dataset (a uuid can be
     #: deleted and created again; older incarnations' versions are not part of the history).
     epoch: int = 0
+    #: Random id of this incarnation (empty in documents written before incarnation ids):
+    #: a commit checks that the incarnation it builds on still exists.
+    incarnation: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        extra = {"incarnation": self.incarnation} if self.incarnation else {}
         return {
             "number": self.number,
             "parent": self.parent,
@@ -137,6 +141,7 @@ class VersionInfo:
             "files_added": self.files_added,
             "files_removed": self.files_removed,
             "epoch": self.epoch,
+            **extra,
         }
 
     @classmethod

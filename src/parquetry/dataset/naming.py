@@ -7,6 +7,8 @@ Layout (kartothek format v4 plus parquetry's version documents)::
     <uuid>/<table>/<k1>=<v1>/.../<base>.parquet          data files
     <uuid>/indices/<column>/<timestamp>.by-dataset-index.parquet
     <uuid>/_versions/<n>.json                            immutable version documents (ours)
+    <uuid>/_versions/incarnation-<id>                    marks a live incarnation (ours)
+    <uuid>/_intents/<id>.json                            write intents of writes in flight (ours)
 
 Partition values are quoted like kartothek does (``urllib.parse.quote``) but with ``/``
 escaped too, so a ``/`` inside a value can never be taken for a directory separator
@@ -31,7 +33,11 @@ __all__ = [
     "METADATA_FORMATS",
     "common_metadata_key",
     "data_key",
+    "incarnation_key",
+    "is_incarnation_key",
     "index_key",
+    "intent_key",
+    "intents_prefix",
     "label_from_key",
     "legacy_index_key",
     "make_label",
@@ -80,6 +86,23 @@ def versions_prefix(uuid: str) -> str:
 def version_key(uuid: str, number: int) -> str:
     """Zero-padded so a listing sorts versions numerically."""
     return f"{uuid}/_versions/{number:0{_VERSION_DIGITS}d}.json"
+
+
+def incarnation_key(uuid: str, incarnation: str) -> str:
+    """Marker object of one incarnation: created with it, removed by ``delete``."""
+    return f"{versions_prefix(uuid)}/incarnation-{incarnation}"
+
+
+def is_incarnation_key(key: str) -> bool:
+    return key.rsplit("/", 1)[-1].startswith("incarnation-")
+
+
+def intents_prefix(uuid: str) -> str:
+    return f"{uuid}/_intents"
+
+
+def intent_key(uuid: str, intent: str) -> str:
+    return f"{intents_prefix(uuid)}/{intent}.json"
 
 
 def version_number_from_key(key: str) -> int | None:

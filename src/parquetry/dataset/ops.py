@@ -74,6 +74,7 @@ def apply_change(
     metadata: Mapping[str, Any] | None = None,
     index_override: Mapping[str, IndexData] | None = None,
     epoch: int | None = None,
+    incarnation: str | None = None,
 ) -> DatasetDocument:
     """The document after removing partitions ``remove`` and adding files ``add``."""
     table = base.tables[0] if base.partitions else (add[0].table if add else "table")
@@ -128,6 +129,9 @@ def apply_change(
             files_added=len(add),
             files_removed=len(remove),
             epoch=epoch if epoch is not None else (base.version.epoch if base.version else 0),
+            incarnation=incarnation
+            if incarnation is not None
+            else (base.version.incarnation if base.version else ""),
         ),
     )
 

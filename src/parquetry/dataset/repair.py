@@ -13,9 +13,10 @@ from parquetry.dataset.versions import (
     latest_version_number,
     load_latest,
     load_version,
+    newest_readable_version,
     read_pointer,
 )
-from parquetry.errors import DatasetNotFound, StoreUnavailable
+from parquetry.errors import DatasetNotFound, MetadataCorrupted, StoreUnavailable
 from parquetry.store import Store
 
 __all__ = ["repair"]
@@ -33,6 +34,16 @@ def repair(store: Store, uuid: str) -> str:
     """
     try:
         pointer, fmt, _ = read_pointer(store, uuid)
+    except MetadataCorrupted:
+        found = newest_readable_version(store, uuid)
+        if found is None:
+            raise
+        state = load_latest(store, uuid)  # warns, rolls forward from the newest readable
+        _publish(store, uuid, state.number, state.doc, state.pointer_format or "json")
+        return (
+            f"{uuid}: rewrote the unreadable metadata file from version {state.number}, "
+            "the newest readable version document"
+        )
     except DatasetNotFound:
         # The first commit created its version document but never wrote the pointer.
         number = latest_version_number(store, uuid)

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from parquetry.dataset.commit import MAX_RETRIES, commit
 from parquetry.dataset.create import Batches, create_from_files, schema_from_files
+from parquetry.dataset.intents import claim_for_commit
 from parquetry.dataset.naming import DEFAULT_TABLE, METADATA_FORMATS, metadata_key, validate_uuid
 from parquetry.dataset.ops import change_maker
 from parquetry.dataset.versions import LoadedState, load_latest
@@ -89,13 +90,19 @@ def commit_change(
     metadata: Mapping[str, Any] | None = None,
     new_indices: Sequence[str] = (),
     index_builder: Any = None,
-    max_retries: int = MAX_RETRIES,
+    max_retries: int | None = MAX_RETRIES,
+    verify_files: bool = True,
 ) -> LoadedState:
-    """Commit ``files`` (and removals) as the version after ``base``."""
+    """Commit ``files`` (and removals) as the version after ``base``.
+
+    ``verify_files=False``: the caller has just written ``files`` itself; skip the HEADs.
+    """
     doc = base.doc
     assert doc.schema is not None
+    described = [(f.key, f.size, f.intent) for f in files]
+    claim, work = claim_for_commit(store, doc.uuid, described, verify=verify_files)
     make = change_maker(
-        store,
+        work,
         doc.schema,
         files,
         operation=operation,
@@ -119,6 +126,7 @@ def commit_change(
         max_retries=max_retries,
         pointer_format=fmt,
         stale_format=stale,
+        claim=claim,
     )
     assert committed.version is not None
     return LoadedState(
@@ -141,7 +149,7 @@ def commit_described_files(
     secondary_indices: Sequence[str] = (),
     metadata: Mapping[str, Any] | None = None,
     operation: str = "write",
-    max_retries: int = MAX_RETRIES,
+    max_retries: int | None = MAX_RETRIES,
     metadata_format: str = "json",
 ) -> LoadedState:
     """The body of :meth:`Dataset.commit_files` (see there)."""

@@ -9,6 +9,7 @@ needs ``_common_metadata`` for the schema, and a listing if its partitions are i
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo, decode_document
@@ -21,19 +22,27 @@ from parquetry.dataset.naming import (
     versions_prefix,
 )
 from parquetry.dataset.schema import read_common_metadata
-from parquetry.errors import DatasetNotFound, MetadataCorrupted, NotFound
+from parquetry.errors import (
+    DatasetNotFound,
+    MetadataCorrupted,
+    NotFound,
+    PointerCorruptedWarning,
+)
 from parquetry.store import Store
 
 __all__ = [
     "LoadedState",
     "check_current_incarnation",
+    "decode_version",
     "history",
     "TOMBSTONE_KEY",
     "latest_version_number",
     "list_version_numbers",
     "load_latest",
     "load_version",
+    "newest_readable_version",
     "read_pointer",
+    "read_pointer_or_versions",
     "roll_forward",
 ]
 
@@ -65,7 +74,7 @@ def read_pointer(store: Store, uuid: str) -> tuple[DatasetDocument, str, int]:
     raise DatasetNotFound(f"no dataset {uuid!r} in {store.url}", key=metadata_key(uuid))
 
 
-def _decode_version(data: bytes, key: str) -> DatasetDocument | None:
+def decode_version(data: bytes, key: str) -> DatasetDocument | None:
     """A version document, or None for a tombstone left by garbage collection."""
     if data.startswith(b'{"' + TOMBSTONE_KEY.encode()):
         return None
@@ -78,7 +87,7 @@ def load_version(store: Store, uuid: str, number: int) -> DatasetDocument:
         data = store.get(key)
     except NotFound:
         raise DatasetNotFound(f"dataset {uuid!r} has no version {number}", key=key) from None
-    doc = _decode_version(data, key)
+    doc = decode_version(data, key)
     if doc is None:
         raise DatasetNotFound(
             f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
@@ -105,7 +114,7 @@ def roll_forward(store: Store, uuid: str, number: int) -> tuple[DatasetDocument 
         except NotFound:
             return latest, number, requests
         number += 1
-        doc = _decode_version(data, key)
+        doc = decode_version(data, key)
         if doc is not None:
             latest = doc
 
@@ -154,9 +163,46 @@ def _complete_foreign(store: Store, doc: DatasetDocument) -> tuple[DatasetDocume
     return doc.evolve(schema=schema), requests
 
 
+def newest_readable_version(store: Store, uuid: str) -> tuple[DatasetDocument, int] | None:
+    """The newest version document that decodes (listing ``_versions``), or None."""
+    for n in reversed(list_version_numbers(store, uuid)):
+        try:
+            return load_version(store, uuid, n), n
+        except (DatasetNotFound, MetadataCorrupted):
+            continue
+    return None
+
+
+def read_pointer_or_versions(store: Store, uuid: str) -> tuple[DatasetDocument, str, int]:
+    """:func:`read_pointer`, falling back to the newest readable version document when the
+    pointer is corrupted (with a :class:`PointerCorruptedWarning`).
+
+    The format returned is the corrupted pointer's, so the next commit or ``repair``
+    overwrites exactly that file.
+    """
+    try:
+        return read_pointer(store, uuid)
+    except MetadataCorrupted as exc:
+        found = newest_readable_version(store, uuid)
+        if found is None:
+            raise
+        doc, number = found
+        key = exc.key or metadata_key(uuid)
+        fmt = "json" if key.endswith(".json") else "msgpack.zstd"
+        warnings.warn(
+            PointerCorruptedWarning(
+                f"the metadata file {key} of dataset {uuid!r} is unreadable ({exc}); using "
+                f"version {number}, the newest readable version document (run repair to "
+                "rewrite the metadata file)"
+            ),
+            stacklevel=3,
+        )
+        return doc, fmt, 2
+
+
 def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
     """The current state: the pointer, rolled forward past commits it does not show yet."""
-    doc, fmt, requests = read_pointer(store, uuid)
+    doc, fmt, requests = read_pointer_or_versions(store, uuid)
     if doc.version is None:
         doc, extra = _complete_foreign(store, doc)
         return LoadedState(
@@ -192,7 +238,7 @@ def history(store: Store, uuid: str) -> list[VersionInfo]:
 def check_current_incarnation(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:
     """Versions of a deleted (and re-created) dataset are not part of the current history."""
     try:
-        current, _, _ = read_pointer(store, uuid)
+        current, _, _ = read_pointer_or_versions(store, uuid)
     except DatasetNotFound:
         raise DatasetNotFound(f"dataset {uuid!r} was deleted (version {number} remains)") from None
     ours = current.version is not None and doc.version is not None

@@ -9,6 +9,7 @@ buffered up to ``flush_bytes`` and then split, so memory stays bounded.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import io
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from parquetry.dataset.intents import DEFAULT_LEASE, Intent
 from parquetry.dataset.naming import DEFAULT_TABLE, data_key, make_label, new_base_label
 from parquetry.dataset.schema import cast_to_schema
 from parquetry.dataset.stats import ColumnStats, compute_stats
@@ -44,6 +46,9 @@ class FileDescription:
     size: int
     stats: dict[str, ColumnStats] = field(default_factory=dict)
     index_values: dict[str, pa.Array] = field(default_factory=dict)
+    #: Id of the write intent covering this file until it is committed (None: written
+    #: before intents existed, or by another tool).
+    intent: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         from parquetry.dataset.predicates import json_value
@@ -63,6 +68,7 @@ class FileDescription:
             "size": self.size,
             "stats": self.stats,
             "index_values": ivals,
+            **({"intent": self.intent} if self.intent else {}),
         }
 
     @classmethod
@@ -83,6 +89,7 @@ class FileDescription:
             size=int(doc["size"]),
             stats=doc.get("stats", {}),
             index_values=ivals,
+            intent=doc.get("intent"),
         )
 
 
@@ -151,7 +158,13 @@ class _FileWriter:
     """Encodes one table into one data file and describes it."""
 
     def __init__(
-        self, store: Store, uuid: str, table: str, indices: Sequence[str], opts: WriteOptions
+        self,
+        store: Store,
+        uuid: str,
+        table: str,
+        indices: Sequence[str],
+        opts: WriteOptions,
+        intent: Intent,
     ):
         self.store, self.uuid, self.table, self.indices, self.opts = (
             store,
@@ -160,10 +173,15 @@ class _FileWriter:
             indices,
             opts,
         )
+        self.intent = intent
 
-    def write(self, data: pa.Table, partition: tuple[tuple[str, Any], ...]) -> FileDescription:
+    def key(self, partition: tuple[tuple[str, Any], ...]) -> tuple[str, str]:
         label = make_label(partition, new_base_label())
-        key = data_key(self.uuid, self.table, label)
+        return label, data_key(self.uuid, self.table, label)
+
+    def write(
+        self, data: pa.Table, partition: tuple[tuple[str, Any], ...], label: str, key: str
+    ) -> FileDescription:
         sink = io.BytesIO()
         pq.write_table(data, sink, **self.opts.writer_kwargs(data.schema), **_rg(self.opts))
         payload = sink.getvalue()
@@ -180,6 +198,7 @@ class _FileWriter:
             size=len(payload),
             stats=compute_stats(data),
             index_values=ivals,
+            intent=self.intent.id,
         )
 
 
@@ -229,8 +248,14 @@ def write_files(
     table: str = DEFAULT_TABLE,
     flush_bytes: int = FLUSH_BYTES,
     max_workers: int = 4,
+    lease: dt.timedelta = DEFAULT_LEASE,
 ) -> list[FileDescription]:
     """Write data files for a later commit; commits nothing.
+
+    The files are covered by a write intent (see :mod:`parquetry.dataset.intents`), created
+    before the first file and renewed with every batch: garbage collection leaves them alone
+    until ``lease`` plus its retention after the last renewal, and a commit of them
+    (:meth:`Dataset.commit_files`) fails loudly if GC reaped them meanwhile.
 
     Args:
         store: Where to write.
@@ -244,6 +269,7 @@ def write_files(
         table: Table name (kartothek's default ``"table"``).
         flush_bytes: Buffered input size after which partitioned data is split and written.
         max_workers: Files encoded and uploaded concurrently.
+        lease: How long the intent protects the files without renewal.
 
     Returns:
         One :class:`FileDescription` per written file.
@@ -252,7 +278,9 @@ def write_files(
     in_schema, batches = iter_input(data)
     target = schema if schema is not None else storage_schema(in_schema)
     _check_columns(target, partition_on, secondary_indices)
-    writer = _FileWriter(store, uuid, table, secondary_indices, opts)
+    writer = _FileWriter(
+        store, uuid, table, secondary_indices, opts, Intent(store, uuid, lease=lease)
+    )
     out: list[FileDescription] = []
     buffered: list[pa.RecordBatch] = []
     size = 0
@@ -271,9 +299,13 @@ def write_files(
                 ((), tbl.slice(s, MAX_ROWS_PER_FILE))
                 for s in range(0, tbl.num_rows, MAX_ROWS_PER_FILE)
             ]
-        runs = [(p, t) for p, t in runs if t.num_rows]
+        named = [(p, t, *writer.key(p)) for p, t in runs if t.num_rows]
+        # Recorded before written: GC never sees a file its intent does not cover.
+        writer.intent.record([key for _, _, _, key in named])
         out.extend(
-            store.map_concurrent(lambda r: writer.write(r[1], r[0]), runs, max_workers=max_workers)
+            store.map_concurrent(
+                lambda r: writer.write(r[1], r[0], r[2], r[3]), named, max_workers=max_workers
+            )
         )
 
     for batch in batches:

@@ -171,11 +171,12 @@ class DatasetArrowWriter(DataSourceArrowWriter):
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        # Files reported by successful tasks are deleted now; those of failed attempts are
-        # unknown here and wait for garbage collection.
-        store = self.options.open_store()
-        keys = [f.key for f in self._files(messages)]
-        store.delete_many(keys, missing_ok=True)
+        # Files reported by successful tasks are deleted now, then their write intents;
+        # those of failed attempts are unknown here and wait for garbage collection.
+        from parquetry.dataset.intents import abandon_files
+
+        assert self.options.dataset is not None
+        abandon_files(self.options.open_store(), self.options.dataset, self._files(messages))
 
 
 class SnapshotArrowWriter(DataSourceArrowWriter):

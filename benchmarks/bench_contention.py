@@ -1,0 +1,142 @@
+"""Commit contention: 16 concurrent appenders on one kartothek-format dataset.
+
+Each writer is a separate process (no shared GIL, like independent jobs) that appends one
+row at a time, ``Dataset.open(...).append(...)``, to a dataset partitioned on ``p`` with a
+secondary index on ``k`` (so every commit also rewrites an index file, the realistic case).
+All writers start at one barrier. Reported per store (local disk, S3 on a moto server
+started here):
+
+- throughput: commits per second over the whole run (first start to last finish);
+- commit latency p50 / p99 / max: one ``open + append`` call, retries included;
+- failures (must be 0: losing races alone never fails an append) and lost rows (must be 0).
+
+Usage: ``.venv/bin/python benchmarks/bench_contention.py [--quick] [--writers N]
+[--appends K] [--only local|s3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+UUID = "contention"
+
+
+def _row(value: int) -> pa.Table:
+    return pa.table({"p": [value % 3], "k": [value % 13], "w": [value]})
+
+
+def _open(spec: tuple[Any, ...]) -> Any:
+    from parquetry.store import LocalStore, open_store
+
+    if spec[0] == "local":
+        return LocalStore(spec[1], fsync=False)
+    return open_store(spec[1], **spec[2])
+
+
+def _writer(spec: tuple[Any, ...], w: int, appends: int, barrier: Any, out: Any) -> None:
+    from parquetry.dataset import Dataset
+    from parquetry.errors import ParquetryError
+
+    store = _open(spec)
+    latencies: list[float] = []
+    failures: list[str] = []
+    barrier.wait()
+    start = time.time()
+    for i in range(appends):
+        t0 = time.perf_counter()
+        try:
+            Dataset.open(store, UUID).append(_row(w * 1000 + i))
+        except ParquetryError as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
+            continue
+        latencies.append(time.perf_counter() - t0)
+    out.put((w, start, time.time(), latencies, failures))
+
+
+def run(spec: tuple[Any, ...], writers: int, appends: int) -> dict[str, Any]:
+    from parquetry.dataset import Dataset
+
+    store = _open(spec)
+    Dataset.create(store, UUID, _row(-1), partition_on=["p"], secondary_indices=["k"])
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(writers)
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=_writer, args=(spec, w, appends, barrier, out)) for w in range(writers)
+    ]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=1800) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    starts = [r[1] for r in results]
+    ends = [r[2] for r in results]
+    latencies = sorted(x for r in results for x in r[3])
+    failures = [f for r in results for f in r[4]]
+    final = Dataset.open(store, UUID)
+    rows = sorted(final.read()["w"].to_pylist())
+    acknowledged = len(latencies)
+    intended = {-1} | {r[0] * 1000 + i for r in results for i in range(appends)}
+    # A failed append is legitimately missing; anything else missing is lost work.
+    lost = len(intended - set(rows)) - len(failures)
+    wall = max(ends) - min(starts)
+    return {
+        "commits": acknowledged,
+        "wall": wall,
+        "throughput": acknowledged / wall,
+        "p50": statistics.median(latencies),
+        "p99": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "max": latencies[-1],
+        "failures": len(failures),
+        "failure_example": failures[0] if failures else "",
+        "lost": max(lost, 0),
+        "versions": final.version,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="4 appends per writer")
+    parser.add_argument("--writers", type=int, default=16)
+    parser.add_argument("--appends", type=int, default=10)
+    parser.add_argument("--only", choices=["local", "s3"])
+    args = parser.parse_args()
+    appends = 4 if args.quick else args.appends
+    rows = []
+    if args.only in (None, "local"):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows.append(("local disk", run(("local", str(Path(tmp) / "s")), args.writers, appends)))
+    if args.only in (None, "s3"):
+        from parquetry.testing.moto import start_moto_server
+
+        server = start_moto_server()
+        try:
+            rows.append(
+                ("S3 (moto)", run(("s3", server.url(), server.options()), args.writers, appends))
+            )
+        finally:
+            server.stop()
+    print(f"\n{args.writers} writers x {appends} appends (one row each, partitioned + indexed)")
+    print(
+        f"{'store':<12} {'commits':>7} {'commits/s':>10} {'p50 s':>7} {'p99 s':>7} "
+        f"{'max s':>7} {'failed':>6} {'lost':>5}"
+    )
+    for name, r in rows:
+        print(
+            f"{name:<12} {r['commits']:>7} {r['throughput']:>10.1f} {r['p50']:>7.2f} "
+            f"{r['p99']:>7.2f} {r['max']:>7.2f} {r['failures']:>6} {r['lost']:>5}"
+        )
+        if r["failure_example"]:
+            print(f"  first failure: {r['failure_example']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,410 @@
+"""Write intents: what a write in flight is about to reference, so GC leaves it alone.
+
+A writer creates ``<uuid>/_intents/<id>.json`` *before* writing any file, and records each
+key in it *before* putting that key (one compare-and-swap per batch of files). The intent has
+a lease (``expires_at``) that every update renews. Garbage collection
+
+- skips the files of an intent whose lease has not ended more than ``retention`` (plus
+  :data:`CLOCK_SKEW`) ago, however old the files are;
+- reaps any other intent: a compare-and-swap turns it into ``"state": "reaped"`` first, and
+  only then deletes its files that no retained version references (no listing needed).
+
+A commit *claims* each intent with a compare-and-swap (which also renews the lease) before its
+commit point, and renews again whenever less than half the lease is left. Both sides change
+the intent only by compare-and-swap on the version they read, so exactly one of "GC reaps"
+and "the commit claims" wins: a reaped intent makes the commit fail with
+:class:`IntentExpired`; a claimed one is skipped by GC for a whole lease. The commit point
+follows a successful claim or renewal by far less than half a lease, and GC waits a lease end
+plus ``retention`` plus :data:`CLOCK_SKEW`, so a commit never references a reaped file while
+clocks disagree by less than :data:`CLOCK_SKEW`. After the commit the intent is deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import threading
+import uuid as uuid_module
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from parquetry.dataset.naming import intent_key, intents_prefix
+from parquetry.errors import (
+    AlreadyExists,
+    IntentExpired,
+    MetadataCorrupted,
+    NotFound,
+    ParquetryError,
+    PreconditionFailed,
+)
+from parquetry.store import PutMode, Store
+from parquetry.store.base import ObjectMeta
+from parquetry.store.wrappers import WrapperStore
+
+__all__ = [
+    "CLOCK_SKEW",
+    "DEFAULT_LEASE",
+    "Intent",
+    "IntentRecordingStore",
+    "IntentState",
+    "abandon_files",
+    "Claim",
+    "claim_for_commit",
+    "list_intents",
+    "read_intent",
+    "reap",
+]
+
+#: How long an intent protects its files without renewal. Writes renew it as they go, and
+#: GC additionally waits ``retention`` after the lease ends.
+DEFAULT_LEASE = dt.timedelta(minutes=10)
+#: Clock disagreement between writers and GC that the protocol tolerates.
+CLOCK_SKEW = dt.timedelta(seconds=60)
+_FORMAT = "parquetry_intent"
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+# Intents this process wrote: id -> (object version, keys, renewed at). A commit in the
+# same process (``append``) takes them over without re-reading them; a commit elsewhere
+# (a Spark driver) reads them.
+_LOCAL: dict[str, tuple[str | None, tuple[str, ...], dt.datetime]] = {}
+_LOCAL_LOCK = threading.Lock()
+
+
+def _parse_time(text: str) -> dt.datetime:
+    value = dt.datetime.fromisoformat(text)
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IntentState:
+    """The content of one intent object."""
+
+    id: str
+    uuid: str
+    state: str  # "open" | "committing" | "reaped"
+    expires_at: dt.datetime
+    keys: tuple[str, ...]
+
+    def to_bytes(self) -> bytes:
+        doc = {
+            _FORMAT: 1,
+            "id": self.id,
+            "uuid": self.uuid,
+            "state": self.state,
+            "expires_at": self.expires_at.isoformat(),
+            "keys": list(self.keys),
+        }
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, key: str) -> IntentState:
+        try:
+            doc = json.loads(data)
+            if not isinstance(doc, dict) or doc.get(_FORMAT) != 1:
+                raise ValueError("not a parquetry intent (format 1)")
+            keys = doc["keys"]
+            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+                raise ValueError("keys must be a list of strings")
+            state = doc["state"]
+            if state not in ("open", "committing", "reaped"):
+                raise ValueError(f"unknown state {state!r}")
+            return cls(
+                id=str(doc["id"]),
+                uuid=str(doc["uuid"]),
+                state=state,
+                expires_at=_parse_time(str(doc["expires_at"])),
+                keys=tuple(keys),
+            )
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise MetadataCorrupted(f"write intent {key} is invalid: {exc}", key=key) from None
+
+    def reapable(self, now: dt.datetime, retention: dt.timedelta) -> bool:
+        """Whether GC may reap this intent at ``now`` (its lease ended long enough ago)."""
+        return self.state == "reaped" or self.expires_at + retention + CLOCK_SKEW < now
+
+
+def read_intent(store: Store, uuid: str, intent: str) -> tuple[IntentState, str | None]:
+    """An intent and its object version, read in the order that makes a later CAS safe.
+
+    The version is read *before* the content: if the object changes in between, the CAS
+    on the older version fails instead of overwriting the newer content.
+    """
+    key = intent_key(uuid, intent)
+    meta = store.head(key)
+    return IntentState.from_bytes(store.get(key), key), meta.version
+
+
+class Intent:
+    """The writer's handle on one intent: records keys and renews the lease (thread-safe)."""
+
+    def __init__(self, store: Store, uuid: str, *, lease: dt.timedelta = DEFAULT_LEASE):
+        self.store, self.uuid, self.lease = store, uuid, lease
+        self.id = uuid_module.uuid4().hex
+        self.key = intent_key(uuid, self.id)
+        self._keys: list[str] = []
+        self._version: str | None = None
+        self._lock = threading.Lock()
+
+    def _state(self, state: str, keys: Sequence[str]) -> IntentState:
+        return IntentState(
+            id=self.id,
+            uuid=self.uuid,
+            state=state,
+            expires_at=_now() + self.lease,
+            keys=tuple(keys),
+        )
+
+    def record(self, keys: Iterable[str]) -> None:
+        """Add ``keys`` (about to be written); creates the intent on first use."""
+        with self._lock:
+            new = [*self._keys, *keys]
+            data = self._state("open", new).to_bytes()
+            if self._version is None:
+                meta = self.store.put(self.key, data, mode=PutMode.CREATE)
+            else:
+                meta = _cas(self.store, self.key, data, self._version, self.uuid)
+            self._keys, self._version = new, meta.version
+            with _LOCAL_LOCK:
+                _LOCAL[self.id] = (meta.version, tuple(new), _now())
+
+
+class IntentRecordingStore(WrapperStore):
+    """Records every new object under ``<uuid>/`` in a commit's intent before writing it.
+
+    The commit's ``make`` writes index files; wrapped, each one is covered by the intent
+    before it exists, so GC never takes one for an orphan while its commit is in flight.
+    """
+
+    def __init__(self, inner: Store, claim: Claim):
+        super().__init__(inner)
+        self._claim = claim
+
+    def _put(
+        self, key: str, data: bytes | memoryview, mode: PutMode, expected: str | None
+    ) -> ObjectMeta:
+        if key.startswith(self._claim.uuid + "/"):
+            self._claim.record([key])
+        return super()._put(key, data, mode, expected)
+
+
+@dataclass(slots=True)
+class _Held:
+    id: str
+    keys: tuple[str, ...]
+    version: str | None
+    recorded: tuple[str, ...] = ()  # keys this commit added (index files of its attempts)
+
+
+class Claim:
+    """The intents one commit holds ("committing"), renewed while the commit retries."""
+
+    def __init__(self, store: Store, uuid: str, lease: dt.timedelta = DEFAULT_LEASE):
+        self.store, self.uuid, self.lease = store, uuid, lease
+        self._held: list[_Held] = []
+        self._renewed = _now()
+        self._lock = threading.Lock()
+        self.own: Intent | None = None  # an intent this commit created for its own files
+
+    @property
+    def ids(self) -> list[str]:
+        return [h.id for h in self._held]
+
+    def _put(self, held: _Held, keys: tuple[str, ...]) -> None:
+        state = IntentState(
+            id=held.id,
+            uuid=self.uuid,
+            state="committing",
+            expires_at=_now() + self.lease,
+            keys=keys,
+        )
+        key = intent_key(self.uuid, held.id)
+        if held.version is None:
+            meta = self.store.put(key, state.to_bytes(), mode=PutMode.CREATE)
+        else:
+            meta = _cas(self.store, key, state.to_bytes(), held.version, self.uuid)
+        held.keys, held.version = keys, meta.version
+
+    def take(self, intents: Iterable[str]) -> None:
+        """Claim existing intents (one HEAD + GET + CAS each, concurrently).
+
+        An intent this process wrote less than half a lease ago is taken over without a
+        request: its last successful write proves GC had not reaped it, and GC cannot reap
+        it before the lease (plus retention and skew) is over; ``ensure_live`` renews it
+        before the commit point if half the lease is gone.
+        """
+        oldest = _now()
+        local: list[_Held] = []
+        remote: list[str] = []
+        with _LOCAL_LOCK:
+            for intent in sorted(set(intents)):
+                found = _LOCAL.pop(intent, None)
+                if found is not None and _now() - found[2] < self.lease / 2:
+                    local.append(_Held(id=intent, keys=found[1], version=found[0]))
+                    oldest = min(oldest, found[2])
+                else:
+                    remote.append(intent)
+
+        def one(intent: str) -> _Held:
+            key = intent_key(self.uuid, intent)
+            try:
+                state, version = read_intent(self.store, self.uuid, intent)
+            except NotFound:
+                raise IntentExpired(
+                    f"dataset {self.uuid!r}: write intent {intent} is gone (garbage collected "
+                    "after its lease ended, or its files were committed already); the files "
+                    "it covered may be deleted, so nothing is committed",
+                    key=key,
+                ) from None
+            if state.state == "reaped":
+                raise _reaped(self.uuid, key)
+            held = _Held(id=intent, keys=state.keys, version=version)
+            self._put(held, state.keys)
+            return held
+
+        taken = self.store.map_concurrent(one, remote, max_workers=16)
+        with self._lock:
+            self._held.extend(local + taken)
+            self._renewed = oldest
+
+    def create_own(self) -> None:
+        """An intent of this commit alone (for index files of a commit without data)."""
+        held = _Held(id=uuid_module.uuid4().hex, keys=(), version=None)
+        self._put(held, ())
+        with self._lock:
+            self._held.append(held)
+            self._renewed = _now()
+
+    def record(self, keys: Sequence[str]) -> None:
+        """Add ``keys`` to the first held intent before they are written (renews it)."""
+        with self._lock:
+            if not self._held:
+                held = _Held(id=uuid_module.uuid4().hex, keys=(), version=None)
+                self._held.append(held)
+            held = self._held[0]
+            self._put(held, (*held.keys, *keys))
+            held.recorded = (*held.recorded, *keys)
+            if len(self._held) == 1:
+                self._renewed = _now()
+
+    def release(self, committed: set[str]) -> None:
+        """After the commit point: drop the intents (best effort; GC reaps leftovers).
+
+        Keys an intent covers that the commit does not reference are index files of lost
+        attempts (deleted now) or files of the same write left out of this commit (kept
+        covered: the intent is rewritten with just them).
+        """
+        for held in self._held:
+            leftover = set(held.keys) - committed
+            key = intent_key(self.uuid, held.id)
+            with contextlib.suppress(ParquetryError):
+                if leftover <= set(held.recorded):
+                    self.store.delete_many(sorted(leftover), missing_ok=True)
+                    self.store.delete(key, missing_ok=True)
+                else:
+                    self._put(held, tuple(sorted(leftover)))
+
+    def ensure_live(self) -> None:
+        """Right before the commit point: renew every held intent if half its lease is gone."""
+        if _now() - self._renewed < self.lease / 2:
+            return
+        with self._lock:
+            self.store.map_concurrent(lambda h: self._put(h, h.keys), self._held, max_workers=16)
+            self._renewed = _now()
+
+
+def _reaped(uuid: str, key: str) -> IntentExpired:
+    return IntentExpired(
+        f"dataset {uuid!r}: write intent {key} expired and garbage collection reaped it "
+        "(its files are deleted or about to be); nothing is committed",
+        key=key,
+    )
+
+
+def _cas(store: Store, key: str, data: bytes, version: str, uuid: str) -> ObjectMeta:
+    try:
+        return store.put(key, data, mode=PutMode.UPDATE, expected_version=version)
+    except (PreconditionFailed, NotFound):
+        # Only GC changes an intent behind its writer's back: it reaped it.
+        raise _reaped(uuid, key) from None
+
+
+def abandon_files(store: Store, uuid: str, files: Sequence[Any]) -> None:
+    """Delete uncommitted files (FileDescriptions) and then their intents (best effort)."""
+    intents = sorted({f.intent for f in files if f.intent})
+    with contextlib.suppress(ParquetryError):
+        store.delete_many([f.key for f in files], missing_ok=True)
+        store.delete_many([intent_key(uuid, i) for i in intents], missing_ok=True)
+
+
+def claim_for_commit(
+    store: Store,
+    uuid: str,
+    files: Sequence[tuple[str, int, str | None]],
+    *,
+    verify: bool = True,
+) -> tuple[Claim, Store]:
+    """Claim the intents of ``files`` ``(key, size, intent)`` and check that each file exists.
+
+    Returns the claim and the store the commit's ``make`` must write through (it records
+    index files in the claim before writing them). The existence check (one HEAD per file,
+    16 at a time) follows the claim: from then on GC leaves the files alone. ``verify=False``
+    skips it for files the caller has just written itself (``append``, ``update``).
+    """
+    claim = Claim(store, uuid)
+    ids = {intent for _, _, intent in files if intent}
+    if ids:
+        claim.take(ids)
+
+    def check(item: tuple[str, int, str | None]) -> None:
+        key, size, _ = item
+        try:
+            found = store.head(key).size
+        except NotFound:
+            raise IntentExpired(
+                f"dataset {uuid!r}: data file {key} to be committed is missing (deleted by "
+                "garbage collection or by hand); nothing is committed",
+                key=key,
+            ) from None
+        if found != size:
+            raise IntentExpired(
+                f"dataset {uuid!r}: data file {key} has {found} bytes, its description says "
+                f"{size}; nothing is committed",
+                key=key,
+            )
+
+    if verify:
+        store.map_concurrent(check, files, max_workers=16)
+    return claim, IntentRecordingStore(store, claim)
+
+
+def list_intents(store: Store, uuid: str) -> list[ObjectMeta]:
+    return [m for m in store.list(intents_prefix(uuid)) if m.key.endswith(".json")]
+
+
+def reap(
+    store: Store, uuid: str, key: str, now: dt.datetime, retention: dt.timedelta
+) -> tuple[IntentState | None, bool]:
+    """(state, or None if gone or unreadable; whether it is reaped now, by us or before)."""
+    intent = key.rsplit("/", 1)[-1].removesuffix(".json")
+    try:
+        state, version = read_intent(store, uuid, intent)
+    except (NotFound, MetadataCorrupted):
+        return None, False
+    if state.state == "reaped":
+        return state, True
+    if not state.reapable(now, retention) or version is None:
+        return state, False
+    reaped = IntentState(
+        id=state.id, uuid=uuid, state="reaped", expires_at=state.expires_at, keys=state.keys
+    )
+    try:
+        store.put(key, reaped.to_bytes(), mode=PutMode.UPDATE, expected_version=version)
+    except (PreconditionFailed, NotFound, AlreadyExists):
+        return state, False  # renewed or claimed meanwhile: the writer won
+    return reaped, True
