@@ -48,16 +48,17 @@ def file_count(store: Store, ref: DatasetRef) -> int | None:
         return None
 
 
-def _footer(store: Store, key: str, size: int | None) -> pq.ParquetFile:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def open_footer(store: Store, key: str, size: int | None) -> pq.ParquetFile:
+    """The file, after the raw footer check: a malformed or encrypted footer raises a
+    ParquetryError (InvalidFormat, EncryptionError) instead of reaching pyarrow, which can
+    abort the process on column metadata it cannot decode."""
+    from parquetry.parquet.files import open_parquet
 
-    try:
-        return pq.ParquetFile(store.open(key, size=size))
-    except (pa.ArrowInvalid, OSError) as exc:
-        if isinstance(exc, ParquetryError):
-            raise
-        raise ParquetryError(f"{key}: not a readable Parquet file ({exc})", key=key) from None
+    parquet_file, _, _ = open_parquet(store.open(key, size=size), pre_buffer=False)
+    return parquet_file
+
+
+_footer = open_footer
 
 
 # --- snapshots -----------------------------------------------------------------------------

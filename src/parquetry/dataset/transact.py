@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from parquetry.dataset.commit import MAX_RETRIES, commit
+from parquetry.dataset.docschema import check_user_metadata
 from parquetry.dataset.create import Batches, create_from_files, schema_from_files
 from parquetry.dataset.naming import DEFAULT_TABLE, METADATA_FORMATS, metadata_key, validate_uuid
 from parquetry.dataset.ops import change_maker
@@ -48,6 +49,7 @@ def create_dataset(
 ) -> LoadedState:
     """The body of :meth:`Dataset.create` (see there): write ``data``, then version 0."""
     validate_uuid(uuid)
+    check_user_metadata(metadata)
     metadata_key(uuid, metadata_format)
     if dataset_exists(store, uuid):
         raise AlreadyExists(
@@ -92,6 +94,7 @@ def commit_change(
     max_retries: int = MAX_RETRIES,
 ) -> LoadedState:
     """Commit ``files`` (and removals) as the version after ``base``."""
+    check_user_metadata(metadata)
     doc = base.doc
     assert doc.schema is not None
     make = change_maker(
@@ -148,6 +151,7 @@ def commit_described_files(
     if mode not in COMMIT_MODES:
         raise InvalidArgument(f"mode must be create, append or overwrite, got {mode!r}")
     validate_uuid(uuid)
+    check_user_metadata(metadata)
     layouts = {tuple(k for k, _ in f.partition) for f in files}
     if len(layouts) > 1:
         raise InvalidArgument(f"files of {uuid!r} mix partition layouts {sorted(layouts)}")
