@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 
 from parquetry.dataset.commit import MAX_RETRIES, commit
-from parquetry.dataset.docschema import check_user_metadata
 from parquetry.dataset.create import Batches, create_from_files, schema_from_files
+from parquetry.dataset.docschema import check_user_metadata
 from parquetry.dataset.naming import DEFAULT_TABLE, METADATA_FORMATS, metadata_key, validate_uuid
 from parquetry.dataset.ops import change_maker
 from parquetry.dataset.versions import LoadedState, load_latest
