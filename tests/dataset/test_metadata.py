@@ -42,7 +42,13 @@ def documents(draw: st.DrawFn) -> DatasetDocument:
                 st.text(max_size=5), st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5)
             )
         ),
-        schema=pa.schema([("a", pa.int64()), ("b", pa.string())]) if ours else None,
+        # Partition keys and indexed columns are columns of the schema (checked on decode).
+        schema=pa.schema(
+            [(c, pa.int64()) for c in ("k1", "k2", "x", "y")]
+            + [("a", pa.int64()), ("b", pa.string())]
+        )
+        if ours
+        else None,
         files=FileInfos({p: FileInfo(rows=1, size=2, stats=draw(stats)) for p in parts})
         if ours
         else FileInfos(),

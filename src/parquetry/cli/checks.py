@@ -1,15 +1,18 @@
 """``validate``: every way a dataset's metadata can disagree with its files, one line each.
 
-Checks, for a kartothek-format dataset at its current version: each referenced file exists
-with the recorded size; its footer holds the recorded rows and columns whose types fit the
-dataset schema; recorded per-file statistics (null counts, min/max) match the footer's; each
-secondary index maps every value present in a file to that file's partition, and nothing
-else. For a snapshot: ``_SUCCESS`` is there, the manifest parses, every part exists and the
-parts' rows and schema agree with the manifest.
+Checks, for a kartothek-format dataset at its current version: the pointer is not behind
+the newest version document; ``_common_metadata`` exists and matches the dataset schema;
+the per-file statistics decode; each referenced file exists with the recorded size; its
+footer holds the recorded rows and columns whose types fit the dataset schema; every row
+group reads as the dataset schema (one at a time); recorded per-file statistics (null
+counts, min/max) match the footer's; each secondary index maps every value present in a
+file to that file's partition, and nothing else. For a snapshot: ``_SUCCESS`` is there, the
+manifest parses, every part exists and the parts' rows and schema agree with the manifest.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -48,16 +51,17 @@ def file_count(store: Store, ref: DatasetRef) -> int | None:
         return None
 
 
-def _footer(store: Store, key: str, size: int | None) -> pq.ParquetFile:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def open_footer(store: Store, key: str, size: int | None) -> pq.ParquetFile:
+    """The file, after the raw footer check: a malformed or encrypted footer raises a
+    ParquetryError (InvalidFormat, EncryptionError) instead of reaching pyarrow, which can
+    abort the process on column metadata it cannot decode."""
+    from parquetry.parquet.files import open_parquet
 
-    try:
-        return pq.ParquetFile(store.open(key, size=size))
-    except (pa.ArrowInvalid, OSError) as exc:
-        if isinstance(exc, ParquetryError):
-            raise
-        raise ParquetryError(f"{key}: not a readable Parquet file ({exc})", key=key) from None
+    parquet_file, _, _ = open_parquet(store.open(key, size=size), pre_buffer=False)
+    return parquet_file
+
+
+_footer = open_footer
 
 
 # --- snapshots -----------------------------------------------------------------------------
@@ -125,6 +129,7 @@ def _stored_hash(pf: pq.ParquetFile) -> str | None:
 
 def _validate_kartothek(store: Store, uuid: str, tick: Tick) -> list[str]:
     from parquetry.dataset import Dataset
+    from parquetry.errors import MetadataCorrupted
 
     try:
         ds = Dataset.open(store, uuid)
@@ -132,11 +137,15 @@ def _validate_kartothek(store: Store, uuid: str, tick: Tick) -> list[str]:
     except ParquetryError as exc:
         return [f"{uuid}: {exc}"]
     doc = ds.document
-    problems: list[str] = []
+    problems: list[str] = _check_pointer(store, uuid) + _check_common_metadata(store, ds)
+    problems += doc.files.problems()
     present: dict[str, Any] = {}  # label -> footer, for the index check
     for pf in plan.files:
         tick()
-        info = doc.files.get(pf.label)
+        try:
+            info = doc.files.get(pf.label)
+        except MetadataCorrupted:
+            info = None  # reported by doc.files.problems()
         try:
             meta = store.head(pf.key)
         except NotFound:
@@ -149,11 +158,79 @@ def _validate_kartothek(store: Store, uuid: str, tick: Tick) -> list[str]:
         except ParquetryError as exc:
             problems.append(str(exc))
             continue
-        present[pf.label] = (pf, footer)
-        problems += _check_file(pf.key, footer, ds.schema, ds.partition_keys, info)
+        # The index check reads the file as it is (a size mismatch is reported above).
+        present[pf.label] = (dataclasses.replace(pf, size=meta.size), footer)
+        found = _check_file(pf.key, footer, ds.schema, ds.partition_keys, info)
+        problems += found + _check_readable(ds, pf)
     for column in ds.secondary_indices:
         problems += _check_index(store, ds, column, present)
     return problems
+
+
+def _check_pointer(store: Store, uuid: str) -> list[str]:
+    """A pointer behind the newest version document (readers roll forward; repair fixes it)."""
+    from parquetry.dataset.versions import latest_version_number, read_pointer
+
+    try:
+        pointer, fmt, _ = read_pointer(store, uuid)
+    except ParquetryError as exc:
+        return [f"{uuid}: the pointer is unreadable: {exc}"]
+    if pointer.version is None:
+        return []  # written by kartothek: no version number to compare
+    newest = latest_version_number(store, uuid)
+    if pointer.version.number < newest:
+        return [
+            f"{uuid}: the pointer ({fmt}) shows version {pointer.version.number}, the newest "
+            f"version document is {newest}; run 'parquetry repair'"
+        ]
+    return []
+
+
+def _check_common_metadata(store: Store, ds: Any) -> list[str]:
+    """``_common_metadata`` (what kartothek reads the schema from) exists and matches."""
+    from parquetry.dataset.naming import common_metadata_key
+    from parquetry.dataset.schema import common_metadata_bytes, read_common_metadata
+
+    key = common_metadata_key(ds.uuid, ds.document.tables[0])
+    try:
+        found = read_common_metadata(store.get(key), key)
+    except NotFound:
+        return [f"{key} is missing: kartothek cannot read the dataset"]
+    except ParquetryError as exc:
+        return [str(exc)]
+    expected = read_common_metadata(common_metadata_bytes(ds.schema, ds.partition_keys), key)
+    problems = []
+    for field in expected:
+        if field.name not in found.names:
+            problems.append(f"{key}: column {field.name!r} of the dataset schema is missing")
+        elif _type_class(found.field(field.name).type) != _type_class(field.type):
+            problems.append(
+                f"{key}: column {field.name!r} is {found.field(field.name).type}, the dataset "
+                f"schema says {field.type}"
+            )
+    extra = [n for n in found.names if n not in expected.names]
+    if extra:
+        problems.append(f"{key}: columns {extra} are not in the dataset schema")
+    return problems
+
+
+def _check_readable(ds: Any, planned: Any) -> list[str]:
+    """Read every row group (one at a time) as a read would: corrupt pages, values that do
+    not cast to the dataset schema and undecodable chunks show up here."""
+    from parquetry.dataset.read import scan_plan
+
+    try:
+        for _ in scan_plan(ds.store, ds.schema, _single(planned), None):
+            pass
+    except ParquetryError as exc:
+        return [f"{planned.key}: cannot be read: {str(exc).removeprefix(planned.key + ': ')}"]
+    return []
+
+
+def _single(planned: Any) -> Any:
+    from parquetry.dataset.plan import ScanPlan
+
+    return ScanPlan(version=None, predicates=None, files=(planned,), pruned=(), requests=0)
 
 
 def _type_class(t: pa.DataType) -> str:
@@ -256,7 +333,8 @@ def _check_stats(key: str, footer: pq.ParquetFile, schema: pa.Schema, stats: Any
 
 def _check_index(store: Store, ds: Any, column: str, present: dict[str, Any]) -> list[str]:
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+
+    from parquetry.dataset.read import read_planned_file
 
     try:
         pairs = ds.index_pairs(column)
@@ -264,13 +342,18 @@ def _check_index(store: Store, ds: Any, column: str, present: dict[str, Any]) ->
         return [f"index on {column!r}: {exc}"]
     indexed: set[tuple[Any, str]] = {(row["value"], row["label"]) for row in pairs.to_pylist()}
     actual: set[tuple[Any, str]] = set()
+    unreadable: set[str] = set()
     for label, (pf, _footer) in present.items():
         if column in ds.partition_keys:
             continue
-        values = pq.read_table(store.open(pf.key), columns=[column])
+        try:
+            values = read_planned_file(store, ds.schema, pf, columns=[column])
+        except ParquetryError:
+            unreadable.add(label)  # reported by the file checks
+            continue
         distinct = pc.unique(values.column(column).combine_chunks().drop_null()).to_pylist()
         actual |= {(v, label) for v in distinct}
-    labels = set(present)
+    labels = set(present) - unreadable
     problems = []
     for value, label in sorted(actual - indexed, key=repr):
         problems.append(f"index on {column!r} lacks value {value!r} of partition {label}")

@@ -30,9 +30,10 @@ def validate(
 ) -> int:
     """Check a dataset against its files; print each problem on its own line.
 
-    Checks that every referenced file exists with the recorded size, rows and column types,
-    that recorded statistics match the file footers and that secondary indices agree with the
-    data. Exits 1 when any problem is found.
+    Checks that the pointer is current, that _common_metadata matches the schema, that every
+    referenced file exists with the recorded size, rows and column types and reads as the
+    dataset schema, that recorded statistics match the file footers and that secondary
+    indices agree with the data. Exits 1 when any problem is found.
     """
     from parquetry.cli.checks import file_count, validate_dataset
     from parquetry.cli.targets import resolve_dataset

@@ -42,9 +42,10 @@ def collect_report(
     files = dataset_files(store, ref)
 
     def footer(key_size: tuple[str, int | None]) -> pq.FileMetaData:
+        from parquetry.cli.checks import open_footer
+
         key, size = key_size
-        with store.open(key, size=size) as handle:
-            meta = pq.ParquetFile(handle).metadata
+        meta = open_footer(store, key, size).metadata
         tick()
         return meta
 

@@ -32,7 +32,7 @@ from parquetry.dataset.naming import (
 from parquetry.dataset.ops import partition_values_of
 from parquetry.dataset.plan import PlannedFile, ScanPlan, make_plan
 from parquetry.dataset.predicates import validate_predicates
-from parquetry.dataset.read import read_plan, read_planned_file
+from parquetry.dataset.read import read_plan, read_planned_file, scan_plan
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.transact import (
     commit_change,
@@ -54,7 +54,7 @@ from parquetry.errors import (
     InvalidArgument,
     UnknownColumn,
 )
-from parquetry.parquet import WriteOptions
+from parquetry.parquet import DecryptionSettings, WriteOptions
 from parquetry.store import Store
 
 __all__ = ["Dataset"]
@@ -69,8 +69,11 @@ class Dataset:
     version; writing methods commit a new version and return it.
     """
 
-    def __init__(self, store: Store, state: LoadedState):
+    def __init__(
+        self, store: Store, state: LoadedState, *, decryption: DecryptionSettings | None = None
+    ):
         self.store = store
+        self._decryption = decryption
         self._doc = state.doc
         self._number = state.number
         self._foreign = state.foreign
@@ -83,15 +86,26 @@ class Dataset:
     # --- opening -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, store: Store, uuid: str, *, version: int | None = None) -> Dataset:
-        """Open the newest version, or ``version`` (time travel). Raises DatasetNotFound."""
+    def open(
+        cls,
+        store: Store,
+        uuid: str,
+        *,
+        version: int | None = None,
+        decryption: DecryptionSettings | None = None,
+    ) -> Dataset:
+        """Open the newest version, or ``version`` (time travel). Raises DatasetNotFound.
+
+        ``decryption`` (the KMS of the master keys) reads datasets written with encryption;
+        without it, reading encrypted columns raises EncryptionError.
+        """
         validate_uuid(uuid)
         if version is None:
-            return cls(store, load_latest(store, uuid))
+            return cls(store, load_latest(store, uuid), decryption=decryption)
         doc = load_version(store, uuid, version)
         check_current_incarnation(store, uuid, doc, version)
         state = LoadedState(doc=doc, number=version, foreign=False, pointer_format=None, requests=1)
-        return cls(store, state)
+        return cls(store, state, decryption=decryption)
 
     @staticmethod
     def exists(store: Store, uuid: str) -> bool:
@@ -268,7 +282,7 @@ class Dataset:
             # call wrote are nobody's; remove them now rather than at the next GC.
             abandon_files(self.store, self.uuid, files)
             raise
-        return Dataset(self.store, state)
+        return Dataset(self.store, state, decryption=self._decryption)
 
     def append(self, data: Any, *, write_options: WriteOptions | None = None) -> Dataset:
         """Add ``data`` as new partitions (never conflicts with other appends)."""
@@ -352,7 +366,9 @@ class Dataset:
     ) -> pa.Table:
         """One planned file with typed partition columns (schema = ``schema`` projected)."""
         self._check_columns(columns)
-        return read_planned_file(self.store, self.schema, planned_file, columns=columns)
+        return read_planned_file(
+            self.store, self.schema, planned_file, columns=columns, decryption=self._decryption
+        )
 
     def _check_columns(self, columns: Sequence[str] | None) -> None:
         for c in columns or ():
@@ -361,7 +377,8 @@ class Dataset:
 
     def _read_tables(self, columns: Sequence[str] | None, predicates: Any) -> Iterator[pa.Table]:
         self._check_columns(columns)
-        return read_plan(self.store, self.schema, self.plan(predicates), columns)
+        plan = self.plan(predicates)
+        return read_plan(self.store, self.schema, plan, columns, self._decryption)
 
     def read(self, *, columns: Sequence[str] | None = None, predicates: Any = None) -> pa.Table:
         """Rows of this version matching ``predicates``, projected to ``columns``."""
@@ -379,9 +396,16 @@ class Dataset:
         columns: Sequence[str] | None = None,
         predicates: Any = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Record batches of :meth:`read`, one file at a time (bounded memory)."""
-        for table in self._read_tables(columns, predicates):
-            yield from table.to_batches()
+        """Record batches of :meth:`read`, one row group at a time (bounded memory).
+
+        Files are read one after the other, one row group per step: besides the batches the
+        caller keeps, at most one decoded row group (and one file footer) is in memory, so
+        peak memory follows the largest row group, not the dataset. :meth:`read` reads up
+        to 64 files concurrently instead.
+        """
+        self._check_columns(columns)
+        plan = self.plan(predicates)
+        yield from scan_plan(self.store, self.schema, plan, columns, self._decryption)
 
     def to_pyarrow_dataset(self) -> pads.Dataset:
         """A ``pyarrow.dataset`` over exactly this version's files (partition columns typed)."""

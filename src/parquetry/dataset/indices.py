@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ from parquetry.dataset.indexfile import INDEX_ROW_GROUP, IndexFooter, footer_of,
 from parquetry.dataset.naming import index_key, parse_partition_value
 from parquetry.dataset.predicates import Literal, eval_array
 from parquetry.dataset.schema import normalise_type
-from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound
+from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound, ParquetryError
 from parquetry.store import PutMode, Store
 
 #: Appends up to this many (value, label) rows merge incrementally into an existing index.
@@ -74,7 +75,12 @@ def _from_table(column: str, table: pa.Table, key: str, t: pa.DataType | None) -
     if not (pa.types.is_list(labels.type) or pa.types.is_large_list(labels.type)):
         raise MetadataCorrupted(f"{key}: index column 'partition' is {labels.type}", key=key)
     # "item" (pyarrow <= 12) and "element" list naming both land here as list<string>.
-    labels = labels.cast(pa.list_(pa.string()))
+    try:
+        labels = labels.cast(pa.list_(pa.string()))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise MetadataCorrupted(
+            f"{key}: index column 'partition' is {labels.type}", key=key
+        ) from None
     if t is not None and values.type != t:
         with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
             values = values.cast(t)
@@ -100,7 +106,7 @@ def load_index(
         ) from None
     try:
         table = pq.read_table(pa.BufferReader(data))
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError, EOFError, IndexError) as exc:
         raise MetadataCorrupted(f"{ref}: not a Parquet index file: {exc}", key=ref) from None
     return _from_table(column, table, ref, t)
 
@@ -217,13 +223,29 @@ class IndexLookup:
 
     def lookup(self, lit: Literal) -> set[str]:
         if self._full is None and self.footer is not None:
-            got = ranged_table(self.store, self.footer, lit)
+            got = self._ranged(self.footer, lit)
             if got is not None:
                 table, used = got
                 self.requests += used
                 self.keys.extend([self.footer.key] * used)
                 return _from_table(self.column, table, self.footer.key, self.t).lookup(lit)
         return self.full().lookup(lit)
+
+    def _ranged(self, footer: IndexFooter, lit: Literal) -> tuple[pa.Table, int] | None:
+        try:
+            return ranged_table(self.store, footer, lit)
+        except NotFound:
+            raise MetadataCorrupted(
+                f"index file {footer.key!r} of column {self.column!r} is missing", key=footer.key
+            ) from None
+        except (pa.ArrowException, OSError, ValueError, EOFError, IndexError, struct.error) as exc:
+            if isinstance(exc, ParquetryError):
+                raise
+            detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            raise MetadataCorrupted(
+                f"{footer.key}: index file of column {self.column!r} is unreadable ({detail})",
+                key=footer.key,
+            ) from None
 
     def full(self) -> IndexData:
         if self._full is None:

@@ -24,6 +24,14 @@ import msgpack
 import pyarrow as pa
 import zstandard
 
+from parquetry.dataset.docschema import (
+    check_document,
+    decode_file_entry,
+    file_entry_problems,
+    parse_document_bytes,
+    raise_problems,
+    stats_checkers,
+)
 from parquetry.dataset.indexfile import IndexFooter
 from parquetry.dataset.schema import schema_from_b64, schema_to_b64
 from parquetry.dataset.stats import ColumnStats
@@ -64,23 +72,57 @@ class FileInfos(Mapping[str, FileInfo]):
 
     Version documents store every file's statistics as a JSON *string* per label: parsing
     a 10,000-partition document then costs a few milliseconds, and planning decodes only
-    the entries it uses.
+    the entries it uses. Each entry is checked completely (shape, ranges, values against
+    the column types) when it is first decoded; a bad one raises MetadataCorrupted naming
+    the document and the field path, never a raw decoding error.
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_checks", "_entries", "_key")
 
-    def __init__(self, entries: Mapping[str, Any] | None = None, *, owned: bool = False):
+    def __init__(
+        self,
+        entries: Mapping[str, Any] | None = None,
+        *,
+        owned: bool = False,
+        key: str = "",
+        checks: Mapping[str, Any] | None = None,
+    ):
         # Entries are JSON text (str), decoded FileInfo, or (older documents) decoded lists.
         self._entries: dict[str, Any] = (
             entries if owned and isinstance(entries, dict) else dict(entries or {})
         )
+        self._key = key
+        self._checks = checks
 
     def __getitem__(self, label: str) -> FileInfo:
         entry = self._entries[label]
         if not isinstance(entry, FileInfo):
-            entry = FileInfo.from_json(json.loads(entry) if isinstance(entry, str) else entry)
+            entry = self._decode(label, entry)
             self._entries[label] = entry  # benign race: every thread decodes the same value
         return entry
+
+    def _decode(self, label: str, text: Any) -> FileInfo:
+        raw, problems = self._check(label, text)
+        if problems:
+            raise_problems(problems, self._key or "dataset metadata")
+        rows, size, stats = raw
+        return FileInfo(rows=rows, size=size, stats=stats)
+
+    def _check(self, label: str, text: Any) -> tuple[Any, list[str]]:
+        path = f"parquetry.files[{label!r}]"
+        try:
+            raw = decode_file_entry(text)
+        except ValueError as exc:
+            return None, [f"{path}: not valid JSON statistics ({str(exc)[:100]})"]
+        return raw, file_entry_problems(raw, self._checks, path)
+
+    def problems(self) -> list[str]:
+        """Problems of every entry not decoded yet (what a full validation reports)."""
+        out: list[str] = []
+        for label, entry in self._entries.items():
+            if not isinstance(entry, FileInfo):
+                out += self._check(label, entry)[1]
+        return out
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
@@ -107,7 +149,7 @@ class FileInfos(Mapping[str, FileInfo]):
     def changed(self, remove: set[str], add: Mapping[str, FileInfo]) -> FileInfos:
         entries = {k: v for k, v in self._entries.items() if k not in remove}
         entries.update(add)
-        return FileInfos(entries)
+        return FileInfos(entries, owned=True, key=self._key, checks=self._checks)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,22 +236,21 @@ class DatasetDocument:
 
     @classmethod
     def from_dict(cls, doc: Any, *, key: str, metadata_format: str = "json") -> DatasetDocument:
+        """Validate ``doc`` completely (all problems in one MetadataCorrupted), then build."""
+        schema = _schema_of(doc)
+        problems = check_document(doc, schema if isinstance(schema, pa.Schema) else None)
+        if isinstance(schema, str):
+            problems.insert(0, f"parquetry.schema: {schema}")
+        raise_problems(problems, key)
         try:
-            return cls._from_dict(doc, metadata_format)
+            return cls._from_dict(doc, metadata_format, schema, key)
         except MetadataCorrupted as exc:
             raise MetadataCorrupted(f"{key}: {exc}", key=key) from None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise MetadataCorrupted(
-                f"{key}: invalid dataset metadata ({type(exc).__name__}: {exc})", key=key
-            ) from None
 
     @classmethod
-    def _from_dict(cls, doc: Any, metadata_format: str) -> DatasetDocument:
-        if not isinstance(doc, dict):
-            raise MetadataCorrupted("the document is not a JSON object")
-        version = doc.get("dataset_metadata_version")
-        if version != 4:
-            raise MetadataCorrupted(f"dataset_metadata_version is {version!r}, expected 4")
+    def _from_dict(
+        cls, doc: dict[str, Any], metadata_format: str, schema: pa.Schema | str | None, key: str
+    ) -> DatasetDocument:
         explicit = "partitions" in doc
         # The decoded dicts are owned by this document: no copies (10,000s of partitions).
         partitions = {
@@ -217,13 +258,14 @@ class DatasetDocument:
         }
         keys = doc.get("partition_keys")
         ext = doc.get(EXTENSION_KEY)
-        schema = files = info = None
+        files = info = None
         footers = {}
         fmt = metadata_format
-        if isinstance(ext, dict) and ext.get("format") == EXTENSION_FORMAT:
-            schema = schema_from_b64(ext["schema"])
+        if not isinstance(schema, pa.Schema):
+            schema = None
+        elif isinstance(ext, dict):
             info = VersionInfo.from_json(ext["version"])
-            files = FileInfos(ext["files"], owned=True)
+            files = FileInfos(ext["files"], owned=True, key=key, checks=stats_checkers(schema))
             fmt = ext.get("metadata_format", metadata_format)
             footers = {c: IndexFooter.from_json(f) for c, f in ext.get("index_footers", {}).items()}
         return cls(
@@ -239,6 +281,22 @@ class DatasetDocument:
             metadata_format=fmt,
             index_footers=footers,
         )
+
+
+def _schema_of(doc: Any) -> pa.Schema | str | None:
+    """The schema of a parquetry document, the reason it is invalid, or None (kartothek's)."""
+    ext = doc.get(EXTENSION_KEY) if isinstance(doc, dict) else None
+    if not isinstance(ext, dict) or ext.get("format") != EXTENSION_FORMAT:
+        return None
+    text = ext.get("schema")
+    if not isinstance(text, str):
+        return None  # reported by check_document
+    try:
+        return schema_from_b64(text)
+    except MetadataCorrupted as exc:
+        return str(exc)
+    except (ValueError, TypeError, OSError, pa.ArrowException) as exc:
+        return f"invalid schema ({type(exc).__name__})"
 
 
 def _infer_keys(partitions: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
@@ -264,11 +322,6 @@ def encode_document(doc: DatasetDocument, fmt: str = "json") -> bytes:
 
 
 def decode_document(data: bytes, fmt: str, *, key: str) -> DatasetDocument:
-    try:
-        if fmt == "json":
-            raw = json.loads(data)
-        else:
-            raw = msgpack.unpackb(zstandard.ZstdDecompressor().decompress(data), raw=False)
-    except (ValueError, zstandard.ZstdError, msgpack.UnpackException) as exc:
-        raise MetadataCorrupted(f"{key}: cannot decode {fmt} metadata: {exc}", key=key) from None
+    """Parse and validate a stored document (MetadataCorrupted naming ``key`` if invalid)."""
+    raw = parse_document_bytes(data, fmt, key=key)
     return DatasetDocument.from_dict(raw, key=key, metadata_format=fmt)

@@ -8,7 +8,7 @@ schema. Row groups are pruned with the footer statistics through the row filter.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -18,10 +18,16 @@ import pyarrow.parquet as pq
 
 from parquetry.dataset.plan import PlannedFile, ScanPlan
 from parquetry.dataset.predicates import to_expression
-from parquetry.errors import MetadataCorrupted, NotFound, SchemaMismatch
+from parquetry.errors import EncryptionError, MetadataCorrupted, NotFound, SchemaMismatch
+from parquetry.parquet.encryption import DecryptionSettings
+from parquetry.parquet.files import open_parquet, read_failure
+from parquetry.parquet.footer import RawFooter
 from parquetry.store import Store
 
-__all__ = ["read_planned_file", "read_plan"]
+__all__ = ["read_planned_file", "read_plan", "scan_plan"]
+
+Decryption = DecryptionSettings | None
+READ_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError)
 
 #: Files read concurrently at a time (bounded memory: one table per file in flight).
 READ_BATCH_FILES = 64
@@ -42,6 +48,88 @@ def _cast_column(arr: pa.ChunkedArray, t: pa.DataType, name: str, key: str) -> p
         ) from None
 
 
+def _open(
+    store: Store, planned: PlannedFile, columns: Sequence[str], decryption: Decryption
+) -> tuple[pq.ParquetFile, RawFooter]:
+    """The file after a raw footer check: corrupt bytes and missing keys become errors
+    naming the key (InvalidFormat, EncryptionError), never a raw pyarrow error."""
+    try:
+        f = store.open(planned.key, size=planned.size)
+        pf, raw, _ = open_parquet(f, columns=columns, decryption=decryption, pre_buffer=False)
+    except NotFound:
+        raise MetadataCorrupted(
+            f"data file {planned.key} of partition {planned.label!r} is missing", key=planned.key
+        ) from None
+    return pf, raw
+
+
+def _read(raw: RawFooter, key: str, read: Callable[[], pa.Table]) -> pa.Table:
+    try:
+        return read()
+    except EncryptionError:
+        raise
+    except (*READ_ERRORS, KeyError, IndexError) as exc:
+        raise read_failure(raw, key, exc) from None
+
+
+class _FileReader:
+    """Reads one planned file (whole or by row group) as tables with the dataset schema."""
+
+    def __init__(
+        self,
+        store: Store,
+        schema: pa.Schema,
+        planned: PlannedFile,
+        names: list[str],
+        filter_columns: Sequence[str],
+        decryption: Decryption,
+    ):
+        self.schema, self.planned, self.names = schema, planned, names
+        self.partition = dict(planned.partition)
+        self.wanted = set(names) | set(filter_columns)
+        payload = [n for n in schema.names if n in self.wanted and n not in self.partition]
+        self.pf, self.raw = _open(store, planned, payload, decryption)
+        present = set(self.pf.schema_arrow.names)
+        self.available = [n for n in payload if n in present]
+        self.missing = {n for n in payload if n not in present}
+
+    @property
+    def row_groups(self) -> int:
+        return int(self.pf.metadata.num_row_groups)
+
+    def read(self, group: int | None, row_filter: pc.Expression | None) -> pa.Table:
+        cols = self.available
+        if group is None:
+            table = _read(self.raw, self.planned.key, lambda: self.pf.read(cols, use_threads=False))
+        else:
+            table = _read(
+                self.raw,
+                self.planned.key,
+                lambda: self.pf.read_row_group(group, cols, use_threads=False),
+            )
+        return self._typed(table, row_filter)
+
+    def _typed(self, table: pa.Table, row_filter: pc.Expression | None) -> pa.Table:
+        arrays: dict[str, Any] = {}
+        n = table.num_rows
+        for name in self.schema.names:
+            if name not in self.wanted:
+                continue
+            t = self.schema.field(name).type
+            if name in self.partition:
+                value = pa.scalar(self.partition[name], type=t)
+                arrays[name] = pa.chunked_array([pa.repeat(value, n)])
+            elif name in self.missing:
+                arrays[name] = pa.chunked_array([pa.nulls(n, type=t)], type=t)
+            else:
+                arrays[name] = _cast_column(table.column(name), t, name, self.planned.key)
+        fields = [self.schema.field(k) for k in arrays]
+        out = pa.table(list(arrays.values()), schema=pa.schema(fields))
+        if row_filter is not None:
+            out = pads.dataset(out).to_table(filter=row_filter)
+        return out.select(self.names)
+
+
 def read_planned_file(
     store: Store,
     schema: pa.Schema,
@@ -50,48 +138,29 @@ def read_planned_file(
     columns: Sequence[str] | None = None,
     row_filter: pc.Expression | None = None,
     filter_columns: Sequence[str] = (),
+    decryption: Decryption = None,
 ) -> pa.Table:
     """One file as a table with ``schema`` (projected to ``columns``), filtered by rows."""
     names = list(columns) if columns is not None else schema.names
-    partition = dict(planned.partition)
-    wanted = set(names)
-    wanted |= set(filter_columns)
-    payload_names = [n for n in schema.names if n in wanted and n not in partition]
-    try:
-        f = store.open(planned.key, size=planned.size)
-        pf = pq.ParquetFile(f)
-    except NotFound:
-        raise MetadataCorrupted(
-            f"data file {planned.key} of partition {planned.label!r} is missing", key=planned.key
-        ) from None
-    available = [n for n in payload_names if n in pf.schema_arrow.names]
-    missing = [n for n in payload_names if n not in available]
-    table = pf.read(columns=available, use_threads=False)
-    arrays: dict[str, Any] = {}
-    n = table.num_rows
-    for name in schema.names:
-        if name not in wanted:
-            continue
-        t = schema.field(name).type
-        if name in partition:
-            arrays[name] = pa.chunked_array([pa.repeat(pa.scalar(partition[name], type=t), n)])
-        elif name in missing:
-            arrays[name] = pa.chunked_array([pa.nulls(n, type=t)], type=t)
-        else:
-            arrays[name] = _cast_column(table.column(name), t, name, planned.key)
-    fields = [schema.field(k) for k in arrays]
-    out = pa.table(list(arrays.values()), schema=pa.schema(fields))
-    if row_filter is not None:
-        out = pads.dataset(out).to_table(filter=row_filter)
-    return out.select(names)
+    reader = _FileReader(store, schema, planned, names, filter_columns, decryption)
+    return reader.read(None, row_filter)
+
+
+def _filter_of(plan: ScanPlan) -> tuple[pc.Expression | None, list[str]]:
+    expr = to_expression(plan.predicates) if plan.predicates else None
+    return expr, sorted({lit.column for conj in plan.predicates or () for lit in conj})
 
 
 def read_plan(
-    store: Store, schema: pa.Schema, plan: ScanPlan, columns: Sequence[str] | None
+    store: Store,
+    schema: pa.Schema,
+    plan: ScanPlan,
+    columns: Sequence[str] | None,
+    decryption: Decryption = None,
 ) -> Iterator[pa.Table]:
-    """The planned files' rows matching the plan's predicates, file by file, in plan order."""
-    expr = to_expression(plan.predicates) if plan.predicates else None
-    filter_columns = sorted({lit.column for conj in plan.predicates or () for lit in conj})
+    """The planned files' rows matching the plan's predicates, file by file, in plan order
+    (up to :data:`READ_BATCH_FILES` files read concurrently)."""
+    expr, filter_columns = _filter_of(plan)
 
     def read(planned: PlannedFile) -> pa.Table:
         return read_planned_file(
@@ -101,7 +170,31 @@ def read_plan(
             columns=columns,
             row_filter=expr,
             filter_columns=filter_columns,
+            decryption=decryption,
         )
 
     for i in range(0, len(plan.files), READ_BATCH_FILES):
         yield from store.map_concurrent(read, plan.files[i : i + READ_BATCH_FILES])
+
+
+def scan_plan(
+    store: Store,
+    schema: pa.Schema,
+    plan: ScanPlan,
+    columns: Sequence[str] | None,
+    decryption: Decryption = None,
+) -> Iterator[pa.RecordBatch]:
+    """Record batches of the plan in plan order, holding one row group at a time.
+
+    Files are opened one after the other and read one row group per step (only the
+    footer of the current file and the decoded row group are in memory), so peak memory
+    is bounded by the largest row group, not by the files or the dataset.
+    """
+    expr, filter_columns = _filter_of(plan)
+    names = list(columns) if columns is not None else schema.names
+    for planned in plan.files:
+        reader = _FileReader(store, schema, planned, names, filter_columns, decryption)
+        for group in range(reader.row_groups):
+            table = reader.read(group, expr)
+            yield from table.to_batches()
+            del table

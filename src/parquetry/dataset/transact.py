@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from parquetry.dataset.commit import MAX_RETRIES, commit
 from parquetry.dataset.create import Batches, create_from_files, schema_from_files
+from parquetry.dataset.docschema import check_user_metadata
 from parquetry.dataset.intents import claim_for_commit
 from parquetry.dataset.naming import DEFAULT_TABLE, METADATA_FORMATS, metadata_key, validate_uuid
 from parquetry.dataset.ops import change_maker
@@ -49,6 +50,7 @@ def create_dataset(
 ) -> LoadedState:
     """The body of :meth:`Dataset.create` (see there): write ``data``, then version 0."""
     validate_uuid(uuid)
+    check_user_metadata(metadata)
     metadata_key(uuid, metadata_format)
     if dataset_exists(store, uuid):
         raise AlreadyExists(
@@ -97,6 +99,7 @@ def commit_change(
 
     ``verify_files=False``: the caller has just written ``files`` itself; skip the HEADs.
     """
+    check_user_metadata(metadata)
     doc = base.doc
     assert doc.schema is not None
     described = [(f.key, f.size, f.intent) for f in files]
@@ -156,6 +159,7 @@ def commit_described_files(
     if mode not in COMMIT_MODES:
         raise InvalidArgument(f"mode must be create, append or overwrite, got {mode!r}")
     validate_uuid(uuid)
+    check_user_metadata(metadata)
     layouts = {tuple(k for k, _ in f.partition) for f in files}
     if len(layouts) > 1:
         raise InvalidArgument(f"files of {uuid!r} mix partition layouts {sorted(layouts)}")
