@@ -15,7 +15,8 @@ values, ``in`` lists and null tests. Properties:
 
 The normal suite runs a small, derandomized sample. For a large run set the number of
 examples: ``PARQUETRY_ORACLE_EXAMPLES=5000 pytest tests/adversarial/test_predicate_oracle.py``
-(``PARQUETRY_ORACLE_CLI_EXAMPLES`` for the CLI test).
+(``PARQUETRY_ORACLE_CLI_EXAMPLES`` for the CLI test; add ``--timeout=0`` beyond ~1000
+examples, the suite's per-test timeout is 600 s).
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 ``[[(col, op, value), ...], ...]``: the outer list is OR, each inner list an AND of literals.
 Operators: ``== != < <= > >= in`` plus ``is null`` / ``is not null``. Comparisons follow
-Arrow (SQL) semantics: a null never satisfies a comparison. The same literal is evaluated
-in four places that must agree: on typed partition values, on index values, on per-file
-statistics (may-match) and row by row as an Arrow expression.
+SQL semantics: a null never satisfies a comparison; values a column cannot hold compare
+exactly (:mod:`parquetry.dataset.literals`); floats follow Spark (NaN = NaN, NaN above
+everything, -0.0 = 0.0). The same literal is evaluated in four places that must agree: on
+typed partition values, on index values, on per-file statistics (may-match) and row by row
+as an Arrow expression; index values and rows share one expression.
 """
 
 from __future__ import annotations
