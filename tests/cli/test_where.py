@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 from typing import Any
@@ -321,3 +322,202 @@ def test_dnf_filters_like_sql_in_the_dataset_layer(
     assert dnf is not None
     kept = table.filter(to_expression(dnf)).to_pylist()
     assert kept == [row for row in table.to_pylist() if _sql_eval(expr, row) is True]
+
+
+# --- hostile input: every user error is a WhereSyntaxError / exit 1 ----------------------------
+
+HOSTILE = [
+    ("(" * 5000 + "a = 1" + ")" * 5000, "nested deeper than 100"),
+    ("not " * 5000 + "a = 1", "nested deeper than 100"),
+    ("a = " + "9" * 5000, "5000 digits is too long"),
+    ("a in (1, -" + "9" * 4301 + ")", "4301 digits is too long"),
+    ("a = 1e999", "too large for a floating-point value"),
+    ("a = -" + "9" * 400 + ".5", "too large for a floating-point value"),
+    ("t < timestamp '9999-12-31 23:59:59-05:00'", "outside the years 1-9999"),
+    ("t > timestamp '0001-01-01 00:00:00+05:00'", "outside the years 1-9999"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), HOSTILE)
+def test_hostile_expressions_are_syntax_errors(text: str, message: str) -> None:
+    """Regression: RecursionError, ValueError (int digits) and OverflowError escaped."""
+    with pytest.raises(WhereSyntaxError, match=message):
+        where_to_predicates(text)
+
+
+def test_nesting_up_to_the_limit_parses() -> None:
+    assert where_to_predicates("(" * 99 + "not " + "a = 1" + ")" * 99) == [[("a", "!=", 1)]]
+    assert where_to_predicates("a = -" + "9" * 4300)[0][0][2] == -int("9" * 4300)
+
+
+_TOKENS = st.sampled_from(
+    [
+        "(",
+        ")",
+        ",",
+        "not",
+        "and",
+        "or",
+        "in",
+        "is",
+        "null",
+        "=",
+        "<",
+        ">=",
+        "<>",
+        "i",
+        "f",
+        "s",
+        "t",
+        "d",
+        '"my col"',
+        "'x'",
+        "1",
+        "-0.0",
+        "1e308",
+        "1e309",
+        "9" * 4301,
+        "date '2021-02-30'",
+        "date '0001-01-01'",
+        "timestamp '9999-12-31 23:59:59.999999-14:00'",
+        "timestamp '0001-01-01+14:00'",
+        "timestamp '2262-04-12'",
+        "decimal '" + "9" * 50 + "'",
+        "'\ud800'",
+    ]
+)
+garbage = st.one_of(
+    st.text(max_size=40),
+    st.lists(_TOKENS, max_size=25).map(" ".join),
+    st.integers(1, 3000).map(lambda n: "(" * n + "i = 1" + ")" * n),
+    st.integers(1, 3000).map(lambda n: "not " * n + "i = 1"),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(garbage)
+def test_any_text_parses_or_is_a_syntax_error(text: str) -> None:
+    with contextlib.suppress(ParquetryError):
+        where_to_predicates(text)
+
+
+EXTREME_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "i": st.one_of(st.integers(-(2**70), 2**70), st.just(10**400), st.just(-(10**4000))),
+    "f": st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False), st.integers(-(10**400), 10**400)
+    ),
+    "s": st.text(max_size=4),
+    "b": st.booleans(),
+    "d": st.dates(),
+    "t": st.datetimes(timezones=st.just(UTC)),
+    "my col": st.integers(-(2**40), 2**40),
+    "and": st.integers(-1000, 1000),
+}
+
+
+@st.composite
+def extreme_conditions(draw: st.DrawFn) -> Expr:
+    column = draw(st.sampled_from(sorted(EXTREME_VALUES)))
+    # Any column with any value: type mismatches are user errors too.
+    values = EXTREME_VALUES[draw(st.sampled_from([column, *EXTREME_VALUES]))]
+    if draw(st.booleans()):
+        return Comparison(column=column, op=draw(st.sampled_from(OPS)), value=draw(values))
+    vals = tuple(draw(st.lists(values, min_size=1, max_size=3)))
+    return InList(column=column, values=vals, negated=draw(st.booleans()))
+
+
+extreme_expressions = st.recursive(extreme_conditions(), _extend, max_leaves=4)
+
+
+@pytest.fixture(scope="module")
+def typed_lake(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A local store with dataset ``typed`` holding every column of :func:`_arrow_schema`."""
+    import pyarrow as pa
+
+    from parquetry.dataset import Dataset
+    from parquetry.store import LocalStore
+
+    root = tmp_path_factory.mktemp("typed") / "lake"
+    rows = [
+        {
+            "i": 1,
+            "f": -0.0,
+            "s": "a",
+            "b": True,
+            "d": dt.date(2000, 1, 1),
+            "t": dt.datetime(2021, 1, 1, tzinfo=UTC),
+            "my col": 1,
+            "and": 2,
+        },
+        {
+            "i": None,
+            "f": float("nan"),
+            "s": None,
+            "b": None,
+            "d": None,
+            "t": None,
+            "my col": None,
+            "and": 3,
+        },
+    ]
+    table = pa.Table.from_pylist(rows, schema=_arrow_schema())
+    Dataset.create(LocalStore(root), "typed", table, partition_on=["and"], secondary_indices=["i"])
+    return str(root)
+
+
+def _scan(lake: str, text: str) -> Any:
+    from typer.testing import CliRunner
+
+    from parquetry.cli.app import app
+
+    return CliRunner().invoke(app, ["scan", lake, "typed", "--where", text, "--format", "json"])
+
+
+def _assert_user_error_or_success(result: Any, text: str) -> None:
+    assert result.exit_code in (0, 1), (text[:200], result.exit_code, result.output[-2000:])
+    if result.exit_code == 1:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1, result.stderr[-2000:]
+        assert "internal error" not in errors[0]
+
+
+@pytest.mark.parametrize(("text", "message"), HOSTILE)
+def test_cli_hostile_expressions_exit_1(typed_lake: str, text: str, message: str) -> None:
+    """Regression: these exited 70 (internal error)."""
+    result = _scan(typed_lake, text)
+    assert result.exit_code == 1
+    assert message in result.stderr
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i = " + "9" * 4300,
+        "i < " + "9" * 4300,
+        "i > -" + "9" * 400,
+        "f < " + "9" * 400,
+        "d < date '9999-12-31'",
+        "t > timestamp '0001-01-01'",
+        "t < timestamp '9999-12-31 23:59:59.999999'",
+        "s = 'x' or f in (1e308, -0.0)",
+    ],
+)
+def test_cli_extreme_values_have_sql_meaning(typed_lake: str, text: str) -> None:
+    import json
+
+    result = _scan(typed_lake, text)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    wanted = {
+        "i = " + "9" * 4300: 0,
+        "i < " + "9" * 4300: 1,
+        "i > -" + "9" * 400: 1,
+        "f < " + "9" * 400: 1,
+    }.get(text, 1)
+    assert len(rows) == wanted
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(garbage, extreme_expressions.map(format_expr)))
+def test_cli_scan_never_exits_70(typed_lake: str, text: str) -> None:
+    _assert_user_error_or_success(_scan(typed_lake, text), text)

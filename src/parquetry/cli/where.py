@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 import re
 from dataclasses import dataclass
 
@@ -82,6 +83,11 @@ class _Token:
     pos: int
 
 
+#: Integer literals up to this many digits (Python's own int/str conversion limit).
+MAX_INT_DIGITS = 4300
+#: Nesting of parentheses and ``not`` beyond this is refused (the parser recurses).
+MAX_DEPTH = 100
+
 _NUMBER = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?")
 _OPERATOR = re.compile(r"==|!=|<>|<=|>=|=|<|>")
 
@@ -102,7 +108,7 @@ def _tokenize(text: str) -> list[_Token]:
             tokens.append(_Token(kind, text[i:end], value, i))
             i = end
         elif (m := _NUMBER.match(text, i)) and (ch.isdigit() or ch in "+-."):
-            tokens.append(_number_token(m.group(), i))
+            tokens.append(_number_token(m.group(), i, text))
             i = m.end()
         elif m := IDENT.match(text, i):
             word = m.group()
@@ -135,10 +141,26 @@ def _quoted(text: str, start: int) -> tuple[str, int]:
     raise WhereSyntaxError(f"unterminated {what}", expression=text, position=start)
 
 
-def _number_token(text: str, pos: int) -> _Token:
+def _number_token(text: str, pos: int, expression: str) -> _Token:
     if re.fullmatch(r"[+-]?\d+", text):
+        digits = len(text.lstrip("+-"))
+        if digits > MAX_INT_DIGITS:
+            raise WhereSyntaxError(
+                f"integer with {digits} digits is too long (at most {MAX_INT_DIGITS})",
+                expression=expression,
+                position=pos,
+            )
         return _Token("int", text, int(text), pos)
-    return _Token("float", text, float(text), pos)
+    value = float(text)
+    if math.isinf(value):
+        # 1e999 is a finite number no double can hold; rounding it to infinity would
+        # change what the comparison means.
+        raise WhereSyntaxError(
+            f"number {text[:40]!r} is too large for a floating-point value",
+            expression=expression,
+            position=pos,
+        )
+    return _Token("float", text, value, pos)
 
 
 # --- the parser ----------------------------------------------------------------------------
@@ -149,6 +171,7 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0
 
     @property
     def tok(self) -> _Token:
@@ -193,13 +216,19 @@ class _Parser:
         return _flat(And, operands)
 
     def not_expr(self) -> Expr:
-        if self.keyword("not"):
-            return Not(operand=self.not_expr())
-        if self.tok.kind == "(":
-            self.i += 1
-            expr = self.or_expr()
-            self.expect(")", "')'")
-            return expr
+        if self.tok.kind == "(" or (self.tok.kind == "keyword" and self.tok.value == "not"):
+            if self.depth >= MAX_DEPTH:
+                raise self.error(f"expression nested deeper than {MAX_DEPTH} levels")
+            self.depth += 1
+            try:
+                if self.keyword("not"):
+                    return Not(operand=self.not_expr())
+                self.i += 1
+                expr = self.or_expr()
+                self.expect(")", "')'")
+                return expr
+            finally:
+                self.depth -= 1
         return self.condition()
 
     def condition(self) -> Condition:
@@ -256,6 +285,10 @@ class _Parser:
         raise self.error(f"expected a value after {after!r}")
 
 
+class _OutOfRange(ValueError):
+    pass
+
+
 def _typed_literal(kind: str, text: str, parser: _Parser, tok: _Token) -> Scalar:
     try:
         if kind == "date":
@@ -267,6 +300,8 @@ def _typed_literal(kind: str, text: str, parser: _Parser, tok: _Token) -> Scalar
                 raise ValueError(text)
             return decimal.Decimal(text)
         return _parse_timestamp(text)
+    except _OutOfRange as exc:
+        raise WhereSyntaxError(str(exc), expression=parser.text, position=tok.pos) from None
     except ValueError:
         formats = {
             "date": "YYYY-MM-DD",
@@ -291,7 +326,10 @@ def _parse_timestamp(text: str) -> dt.datetime:
     # Timestamps in predicates are UTC; a literal without an offset already is.
     if value.tzinfo is None:
         return value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC)
+    try:
+        return value.astimezone(dt.UTC)
+    except OverflowError:
+        raise _OutOfRange(f"timestamp {text!r} is outside the years 1-9999 in UTC") from None
 
 
 def _flat(cls: type[And] | type[Or], operands: list[Expr]) -> Expr:

@@ -121,7 +121,7 @@ def ranged_table(store: Store, footer: IndexFooter, lit: Literal) -> tuple[pa.Ta
         if st is None or not st.has_min_max:
             return None
         rows = md.row_group(i).num_rows
-        if eval_stats(lit, st.min, st.max, 0, rows):
+        if eval_stats(lit, st.min, st.max, 0, rows, nan_unknown=True):
             groups.append(i)
     if len(groups) > max(2, md.num_row_groups * MAX_RANGED_SHARE):
         return None

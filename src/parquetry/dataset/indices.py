@@ -186,7 +186,8 @@ def write_index(store: Store, uuid: str, index: IndexData) -> IndexFooter:
     t = normalise_type(index.values.type)
     values = index.values.cast(t) if index.values.type != t else index.values
     table = pa.table({index.column: values, "partition": index.labels})
-    table = table.sort_by(index.column)
+    # By the array, not the name: pyarrow reads a name like ".x" as a nested field path.
+    table = table.take(pc.sort_indices(table.column(index.column)))
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="snappy", row_group_size=INDEX_ROW_GROUP)
     data = sink.getvalue()

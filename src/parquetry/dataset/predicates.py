@@ -2,15 +2,19 @@
 
 ``[[(col, op, value), ...], ...]``: the outer list is OR, each inner list an AND of literals.
 Operators: ``== != < <= > >= in`` plus ``is null`` / ``is not null``. Comparisons follow
-Arrow (SQL) semantics: a null never satisfies a comparison. The same literal is evaluated
-in four places that must agree: on typed partition values, on index values, on per-file
-statistics (may-match) and row by row as an Arrow expression.
+SQL semantics: a null never satisfies a comparison; values a column cannot hold compare
+exactly (:mod:`parquetry.dataset.literals`); floats follow Spark (NaN = NaN, NaN above
+everything, -0.0 = 0.0). The same literal is evaluated in four places that must agree: on
+typed partition values, on index values, on per-file statistics (may-match) and row by row
+as an Arrow expression; index values and rows share one expression.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -18,7 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 
+from parquetry.dataset.literals import Gap, compare, is_nan, representation
 from parquetry.errors import PredicateError
 
 __all__ = [
@@ -65,6 +71,14 @@ def _type_error(col: str, op: str, value: Any, t: pa.DataType) -> PredicateError
     )
 
 
+def _unrepresentable(col: str, op: str, value: Any, t: pa.DataType, why: str) -> PredicateError:
+    return PredicateError(
+        f"predicate ({col!r}, {op!r}, {value!r}) on column {col!r} of type {t}: {why}",
+        column=col,
+        op=op,
+    )
+
+
 def _coerce(col: str, op: str, value: Any, t: pa.DataType) -> Any:
     """Check that a Python value fits the column type class; return it in canonical form."""
     bad = _type_error(col, op, value, t)
@@ -87,14 +101,23 @@ def _coerce(col: str, op: str, value: Any, t: pa.DataType) -> Any:
     if pa.types.is_floating(t):
         if not isinstance(value, int | float):
             raise bad
-        return float(value)
+        # An int stays exact: 2**53 + 1 or 10**400 compare exactly (see literals).
+        return value
     if pa.types.is_decimal(t):
         if not isinstance(value, int | Decimal):
             raise bad
+        if isinstance(value, Decimal) and value.is_nan():
+            raise _unrepresentable(col, op, value, t, "NaN has no order among decimals")
         return Decimal(value)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         if not isinstance(value, str):
             raise bad
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _unrepresentable(
+                col, op, value, t, "it is not valid Unicode (a lone surrogate)"
+            ) from None
         return value
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         if not isinstance(value, bytes):
@@ -104,7 +127,12 @@ def _coerce(col: str, op: str, value: Any, t: pa.DataType) -> Any:
         if not isinstance(value, dt.datetime):
             raise bad
         if t.tz is None and value.tzinfo is not None:
-            return value.astimezone(dt.UTC).replace(tzinfo=None)
+            try:
+                return value.astimezone(dt.UTC).replace(tzinfo=None)
+            except OverflowError:
+                raise _unrepresentable(
+                    col, op, value, t, "its UTC time is outside the supported years 1-9999"
+                ) from None
         if t.tz is not None and value.tzinfo is None:
             return value.replace(tzinfo=dt.UTC)
         return value
@@ -165,58 +193,52 @@ def validate_predicates(predicates: Any, schema: pa.Schema) -> DNF | None:
     return tuple(out)
 
 
-def _cmp(op: str, a: Any, b: Any) -> bool:
-    if op == "==":
-        return bool(a == b)
-    if op == "!=":
-        return bool(a != b)
-    if op == "<":
-        return bool(a < b)
-    if op == "<=":
-        return bool(a <= b)
-    if op == ">":
-        return bool(a > b)
-    return bool(a >= b)
+def _normal(value: Any, t: pa.DataType) -> Any:
+    """A typed Python value as the column holds it (float32 partition values are rounded)."""
+    if pa.types.is_floating(t) and t.bit_width < 64 and isinstance(value, float):
+        return pa.scalar(value, type=t).as_py()
+    return value
 
 
 def eval_scalar(lit: Literal, value: Any) -> bool:
-    """Does a (non-null, typed) partition value satisfy the literal?"""
+    """Does a (typed) partition value satisfy the literal? ``None`` is a null."""
     if lit.op == "is null":
         return value is None
     if lit.op == "is not null":
         return value is not None
     if value is None:
         return False
+    value = _normal(value, lit.type)
     if lit.op == "in":
-        return value in lit.value
-    return _cmp(lit.op, value, lit.value)
-
-
-def _scalar(value: Any, t: pa.DataType) -> pa.Scalar:
-    return pa.scalar(value, type=t)
+        return any(compare("==", value, v) for v in lit.value)
+    return compare(lit.op, value, lit.value)
 
 
 def eval_array(lit: Literal, values: pa.Array) -> pa.Array:
-    """Boolean mask of ``values`` satisfying the literal (nulls give false)."""
-    if lit.op == "is null":
-        return pc.is_null(values)
-    if lit.op == "is not null":
-        return pc.is_valid(values)
-    if lit.op == "in":
-        return pc.is_in(values, value_set=pa.array(list(lit.value), type=values.type))
-    fn = {
-        "==": pc.equal,
-        "!=": pc.not_equal,
-        "<": pc.less,
-        "<=": pc.less_equal,
-        ">": pc.greater,
-        ">=": pc.greater_equal,
-    }[lit.op]
-    return pc.fill_null(fn(values, _scalar(lit.value, values.type)), False)
+    """Boolean mask of ``values`` satisfying the literal (nulls give false).
+
+    Evaluates the same expression as the row filter, so index lookups and reads agree.
+    """
+    if values.type != lit.type:
+        # Index files hold normalised types (int64 for an int8 column): compare in the
+        # column's own type, whose range decides what an out-of-range value means.
+        with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            values = values.cast(lit.type)
+    table = pa.table({lit.column: values})
+    mask = pads.dataset(table).to_table(
+        columns={"mask": _literal_expression(lit)}, use_threads=False
+    )
+    return pc.fill_null(mask.column("mask").combine_chunks(), False)
 
 
-def eval_stats(lit: Literal, lo: Any, hi: Any, nulls: int, rows: int) -> bool:
-    """May a file with these statistics hold a matching row? (``lo``/``hi`` None = unknown)."""
+def eval_stats(
+    lit: Literal, lo: Any, hi: Any, nulls: int, rows: int, *, nan_unknown: bool = False
+) -> bool:
+    """May a file with these statistics hold a matching row? (``lo``/``hi`` None = unknown).
+
+    ``nan_unknown``: the statistics may leave NaN out (Parquet footers do), so a float
+    column may hold NaN, the greatest value, above ``hi``.
+    """
     if lit.op == "is null":
         return nulls > 0
     nonnull = rows - nulls
@@ -224,18 +246,78 @@ def eval_stats(lit: Literal, lo: Any, hi: Any, nulls: int, rows: int) -> bool:
         return nonnull > 0
     if lo is None or hi is None:
         return True
+    if nan_unknown and pa.types.is_floating(lit.type):
+        hi = math.nan
     try:
         if lit.op == "==":
-            return bool(lo <= lit.value <= hi)
+            return compare("<=", lo, lit.value) and compare("<=", lit.value, hi)
         if lit.op == "!=":
-            return not (lo == hi == lit.value)
+            return not (compare("==", lo, hi) and compare("==", lo, lit.value))
         if lit.op == "in":
-            return any(lo <= v <= hi for v in lit.value)
+            return any(compare("<=", lo, v) and compare("<=", v, hi) for v in lit.value)
         if lit.op in ("<", "<="):
-            return _cmp(lit.op, lo, lit.value)
-        return _cmp(lit.op, hi, lit.value)
+            return compare(lit.op, lo, lit.value)
+        return compare(lit.op, hi, lit.value)
     except TypeError:
         return True
+
+
+def _compare_expression(op: str, field: pc.Expression, value: pa.Scalar) -> pc.Expression:
+    """``field op value`` for a representable non-null value, in Spark's float order."""
+    floating = pa.types.is_floating(value.type)
+    if floating and is_nan(value.as_py()):
+        nan = pc.is_nan(field)
+        return {
+            "==": nan,
+            "!=": field.is_valid() & ~nan,
+            "<": field.is_valid() & ~nan,
+            "<=": field.is_valid(),
+            ">": pc.scalar(False),
+            ">=": nan,
+        }[op]
+    expr: pc.Expression = {
+        "==": field.__eq__,
+        "!=": field.__ne__,
+        "<": field.__lt__,
+        "<=": field.__le__,
+        ">": field.__gt__,
+        ">=": field.__ge__,
+    }[op](value)
+    if floating and op in (">", ">="):
+        # IEEE says NaN > x is false; Spark orders NaN above every value.
+        expr = expr | pc.is_nan(field)
+    return expr
+
+
+def _gap_expression(op: str, field: pc.Expression, gap: Gap) -> pc.Expression:
+    """``field op v`` for a value ``v`` strictly between two values of the column type."""
+    if op == "==":
+        return pc.scalar(False)
+    if op == "!=":
+        return field.is_valid()
+    if op in ("<", "<="):
+        return (
+            pc.scalar(False) if gap.below is None else _compare_expression("<=", field, gap.below)
+        )
+    return pc.scalar(False) if gap.above is None else _compare_expression(">=", field, gap.above)
+
+
+def _in_expression(lit: Literal, field: pc.Expression) -> pc.Expression:
+    exact = [r for r in (representation(v, lit.type) for v in lit.value) if not isinstance(r, Gap)]
+    floating = pa.types.is_floating(lit.type)
+    values = [r.as_py() for r in exact]
+    nan = floating and any(is_nan(v) for v in values)
+    if floating:
+        # Arrow's is_in compares bit patterns: -0.0 misses 0.0, NaN matches NaN.
+        values = [v for v in values if not is_nan(v)]
+        if any(v == 0 for v in values):
+            values += [0.0, -0.0]
+    expr: pc.Expression = pc.scalar(False)
+    if values:
+        expr = field.isin(pa.array(values, type=lit.type))
+    if nan:
+        expr = expr | pc.is_nan(field)
+    return expr
 
 
 def _literal_expression(lit: Literal) -> pc.Expression:
@@ -245,20 +327,11 @@ def _literal_expression(lit: Literal) -> pc.Expression:
     if lit.op == "is not null":
         return field.is_valid()
     if lit.op == "in":
-        if not lit.value:
-            return pc.scalar(False)
-        return field.isin(pa.array(list(lit.value), type=lit.type))
-    value = _scalar(lit.value, lit.type)
-    ops = {
-        "==": field.__eq__,
-        "!=": field.__ne__,
-        "<": field.__lt__,
-        "<=": field.__le__,
-        ">": field.__gt__,
-        ">=": field.__ge__,
-    }
-    expr: pc.Expression = ops[lit.op](value)
-    return expr
+        return _in_expression(lit, field)
+    rep = representation(lit.value, lit.type)
+    if isinstance(rep, Gap):
+        return _gap_expression(lit.op, field, rep)
+    return _compare_expression(lit.op, field, rep)
 
 
 def to_expression(dnf: DNF) -> pc.Expression:

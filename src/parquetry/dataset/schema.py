@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquetry.errors import MetadataCorrupted, SchemaMismatch
@@ -146,8 +147,67 @@ def schema_from_b64(text: str) -> pa.Schema:
         raise MetadataCorrupted(f"invalid schema in version document: {exc}") from None
 
 
-def cast_to_schema(table: pa.Table, schema: pa.Schema, *, where: str) -> pa.Table:
-    """Select and cast ``table`` to ``schema`` (missing columns are an error)."""
+def _convertible(have: pa.DataType, want: pa.DataType) -> bool:
+    """May input of type ``have`` be stored as ``want`` (values permitting)?"""
+    if have == want or normalise_type(have) == normalise_type(want):
+        return True
+    # Another unit of the same clock: ns input into a µs dataset when every value is whole µs.
+    return bool(pa.types.is_timestamp(have) and pa.types.is_timestamp(want) and have.tz == want.tz)
+
+
+def _first_lossy_row(column: pa.ChunkedArray, t: pa.DataType) -> int | None:
+    """The first row whose value does not survive the cast to ``t`` unchanged."""
+    there = column.cast(t, safe=False)
+    if pa.types.is_floating(column.type):
+        # Rounding is what a narrower float means; a finite value turning infinite is loss.
+        changed = pc.fill_null(pc.and_(pc.is_finite(column), pc.is_inf(there)), False)
+    else:
+        back = there.cast(column.type, safe=False)
+        changed = pc.fill_null(pc.not_equal(column, back), False)
+    rows = pc.indices_nonzero(changed.combine_chunks() if changed.num_chunks else changed)
+    return rows[0].as_py() if len(rows) else None
+
+
+def _show(value: pa.Scalar) -> str:
+    try:
+        return str(value.as_py()) if not pa.types.is_timestamp(value.type) else str(value)
+    except (OverflowError, ValueError, pa.ArrowInvalid):  # beyond Python's datetime
+        return f"{value.cast(pa.int64()).as_py()} {value.type.unit} since 1970"
+
+
+def _cast_column(
+    column: pa.ChunkedArray, t: pa.DataType, name: str, where: str, row_offset: int
+) -> pa.ChunkedArray:
+    if column.type == t:
+        return column
+    try:
+        out = column.cast(t)
+        # Arrow narrows floats silently, even 1e300 to inf.
+        bad = _first_lossy_row(column, t) if pa.types.is_floating(column.type) else None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        bad = _first_lossy_row(column, t)
+        if bad is None:
+            raise
+    if bad is None:
+        return out
+    value = _show(column[bad])
+    raise SchemaMismatch(
+        f"{where}: column {name!r} is {column.type}, the dataset has {t}: row "
+        f"{row_offset + bad} holds {value}, which {t} cannot hold exactly"
+    )
+
+
+def cast_to_schema(
+    table: pa.Table, schema: pa.Schema, *, where: str, row_offset: int = 0
+) -> pa.Table:
+    """Select and cast ``table`` to ``schema`` (missing columns are an error).
+
+    Types convert when the dataset's type holds every value exactly: integer widths (range
+    checked), float widths (overflow checked), string/binary kinds, dictionaries, timestamp
+    units of one time zone (``timestamp[ns]`` into ``timestamp[us]`` when every value is a
+    whole microsecond). Otherwise :class:`SchemaMismatch` names the column and the first
+    offending row (counted from ``row_offset``) and value.
+    """
     missing = [n for n in schema.names if n not in table.column_names]
     extra = [n for n in table.column_names if n not in schema.names]
     if missing or extra:
@@ -160,9 +220,13 @@ def cast_to_schema(table: pa.Table, schema: pa.Schema, *, where: str) -> pa.Tabl
         return table
     for f in schema:
         have = table.schema.field(f.name).type
-        if have != f.type and normalise_type(have) != normalise_type(f.type):
+        if not _convertible(have, f.type):
             raise SchemaMismatch(f"{where}: column {f.name!r} is {have}, the dataset has {f.type}")
     try:
-        return table.cast(schema.remove_metadata())
+        columns = [
+            _cast_column(table.column(i), f.type, f.name, where, row_offset)
+            for i, f in enumerate(schema)
+        ]
+        return pa.Table.from_arrays(columns, schema=schema.remove_metadata())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaMismatch(f"{where}: cannot cast to the dataset schema: {exc}") from None

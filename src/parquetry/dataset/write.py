@@ -152,6 +152,10 @@ def _check_columns(schema: pa.Schema, partition_on: Sequence[str], indices: Sequ
         raise InvalidArgument(f"columns {sorted(both)} cannot be partition keys and indexed")
     if "partition" in indices:
         raise InvalidArgument("a column named 'partition' cannot be indexed (kartothek format)")
+    for col in indices:
+        if col in (".", ".."):
+            # The index file's key holds the column name as one segment.
+            raise InvalidArgument(f"a column named {col!r} cannot be indexed (kartothek format)")
 
 
 class _FileWriter:
@@ -213,7 +217,8 @@ def _split(
     for k in keys:
         if table.column(k).null_count:
             raise SchemaMismatch(f"partition column {k!r} contains nulls")
-    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
+    # Field refs, not names: pyarrow reads a name like ".x" or "a[0]" as a nested path.
+    order = pc.sort_indices(table, sort_keys=[(pc.field(k), "ascending") for k in keys])
     table = table.take(order)
     n = table.num_rows
     if n == 0:
@@ -284,12 +289,17 @@ def write_files(
     out: list[FileDescription] = []
     buffered: list[pa.RecordBatch] = []
     size = 0
+    seen = 0  # input rows before the buffer, for errors naming a row
 
     def flush() -> None:
         nonlocal size
         if not buffered:
             return
-        tbl = cast_to_schema(pa.Table.from_batches(buffered), target, where=f"writing {uuid}")
+        nonlocal seen
+        tbl = cast_to_schema(
+            pa.Table.from_batches(buffered), target, where=f"writing {uuid}", row_offset=seen
+        )
+        seen += tbl.num_rows
         buffered.clear()
         size = 0
         if partition_on:
