@@ -36,7 +36,7 @@ from parquetry.errors import (
     StoreUnavailable,
 )
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
-from parquetry.store.keys import validate_key
+from parquetry.store.keys import MAX_KEY_BYTES, validate_key
 
 __all__ = ["DEFAULT_CLIENT_OPTIONS", "DEFAULT_RETRY", "ObjectStore", "is_secret_option"]
 
@@ -161,6 +161,20 @@ class ObjectStore(Store):
     def __hash__(self) -> int:
         return hash((self.scheme, self.bucket, self.prefix))
 
+    def check_full_key(self, key: str) -> None:
+        """Refuse ``key`` if, under this store's prefix, it exceeds the object key limit
+        (1,024 bytes on S3): the key rule checks the key alone."""
+        if not self.prefix:
+            return
+        size = len(self.prefix.encode("utf-8")) + 1 + len(key.encode("utf-8"))
+        if size > MAX_KEY_BYTES:
+            raise InvalidKey(
+                f"store key {key!r} is too long for {self.url}: {size} bytes of UTF-8 with the "
+                f"store's prefix, at most {MAX_KEY_BYTES}",
+                key=key,
+                store=self.url,
+            )
+
     # --- primitives ----------------------------------------------------------------------
 
     def _get(self, key: str) -> bytes:
@@ -227,6 +241,7 @@ class ObjectStore(Store):
         return ObjectMeta(key=key, size=len(data), version=result.get("e_tag"), modified=None)
 
     def _copy(self, src: str, dst: str) -> None:
+        self.check_full_key(dst)
         with _Translate(self, src):
             obstore.copy(self._client, src, dst, overwrite=True)
 
@@ -247,6 +262,8 @@ class ObjectStore(Store):
     def delete_many(self, keys: Iterable[str], *, missing_ok: bool = True) -> None:
         self.require(Capability.DELETE)
         batch = [validate_key(k) for k in keys]
+        for key in batch:
+            self.check_full_key(key)
         if not missing_ok:
             for key in batch:
                 if not self._exists(key):
@@ -276,6 +293,7 @@ class _Translate:
     __slots__ = ("expected", "key", "store")
 
     def __init__(self, store: ObjectStore, key: str, *, expected: str | None = None):
+        store.check_full_key(key)
         self.store = store
         self.key = key
         self.expected = expected
