@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,7 +11,11 @@ from typing import Any
 import pytest
 
 from parquetry.store import LocalStore, MemoryStore, Store, open_store
-from parquetry.testing.moto import MotoServer, start_moto_server
+from parquetry.testing.moto import NO_METADATA_ENV, MotoServer, start_moto_server
+
+# No test may reach a cloud metadata endpoint, in this process or any it starts (spawned
+# workers, the CLI in a subprocess, Spark's Python workers): set before any client exists.
+os.environ.update(NO_METADATA_ENV)
 
 
 @pytest.fixture(scope="session")
