@@ -12,7 +12,11 @@ import pytest
 from hypothesis import settings
 
 from parquetry.store import LocalStore, MemoryStore, Store, open_store
-from parquetry.testing.moto import MotoServer, start_moto_server
+from parquetry.testing.moto import NO_METADATA_ENV, MotoServer, start_moto_server
+
+# No test may reach a cloud metadata endpoint, in this process or any it starts (spawned
+# workers, the CLI in a subprocess, Spark's Python workers): set before any client exists.
+os.environ.update(NO_METADATA_ENV)
 
 # CI (CI=true) replays the same examples on every run, so a landing never depends on the luck
 # of a draw; local runs explore new examples each time (and keep failures in .hypothesis/).

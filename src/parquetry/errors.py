@@ -36,6 +36,7 @@ __all__ = [
     "SchemaViolation",
     "StoreUnavailable",
     "UnknownColumn",
+    "UnsafePath",
 ]
 
 
@@ -108,6 +109,12 @@ class CapabilityNotSupported(ParquetryError, NotImplementedError):
 
 class InvalidKey(ParquetryError, ValueError):
     """A store key is malformed (``..``, empty segment, NUL, leading ``/``...)."""
+
+
+class UnsafePath(InvalidKey):
+    """A key of a local store crosses a symbolic link (or names a special file) inside the
+    store's root: following it could read, write or delete outside the root, so it is
+    refused."""
 
 
 class StoreUnavailable(ParquetryError, OSError):

@@ -135,7 +135,9 @@ TestLocalModel = _SETTINGS(LocalModel).TestCase
 
 @st.composite
 def _segments(draw: st.DrawFn) -> list[str]:
-    alphabet = st.characters(exclude_characters="/\\\x00", exclude_categories=("Cs",))
+    alphabet = st.characters(
+        exclude_characters="/\\\x00\x7f", exclude_categories=("Cs",), min_codepoint=0x20
+    )
     segment = st.text(alphabet, min_size=1, max_size=8).filter(lambda s: s not in (".", ".."))
     return draw(st.lists(segment, min_size=1, max_size=4))
 
@@ -154,16 +156,41 @@ def test_valid_keys_round_trip_through_join(segments: list[str]) -> None:
 
 def _slow_rules_reject(key: str) -> bool:
     """The key rules spelled out one by one: the oracle for the fast check."""
-    if key == "" or "\x00" in key or "\\" in key or key.startswith("/"):
+    if key == "" or key.startswith("/"):
         return True
-    return any(seg in ("", ".", "..") for seg in key.split("/"))
+    if any(ord(c) < 0x20 or c in "\x7f\\" or 0xD800 <= ord(c) <= 0xDFFF for c in key):
+        return True
+    if len(key.encode("utf-8")) > 1024:
+        return True
+    return any(seg in ("", ".", "..") or len(seg.encode("utf-8")) > 255 for seg in key.split("/"))
+
+
+_CHARS = ["a", ".", "/", "\\", "\x00", "\x1f", "\x7f", "\udc80", "\ud83d", "é", "\U0001f600", "b"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(st.sampled_from(["a", ".", "/", "\\", "\x00", "b"]), max_size=8))
+@given(st.text(st.sampled_from(_CHARS), max_size=8))
 def test_key_check_matches_the_rules(key: str) -> None:
     if _slow_rules_reject(key):
         with pytest.raises(InvalidKey):
+            validate_key(key)
+    else:
+        assert validate_key(key) == key
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "é", "\U0001f600", ".", "\x01"]), st.integers(1, 300)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_key_length_limits_match_the_rules(runs: list[tuple[str, int]]) -> None:
+    """Long segments and long keys, near the 255- and 1,024-byte limits."""
+    key = "/".join(char * count for char, count in runs)
+    if _slow_rules_reject(key):
+        with pytest.raises(InvalidKey, match="store key"):
             validate_key(key)
     else:
         assert validate_key(key) == key

@@ -36,7 +36,9 @@ def split_file_url(
         return open_cli_store(f"{scheme}://{parts.netloc}", options), key
     if scheme == "memory":
         return open_cli_store(f"memory://{parts.netloc}", options), parts.path.lstrip("/")
-    path = Path(parts.path if scheme == "file" else target).absolute()
+    # A path the user typed is theirs to follow: resolve links before the store (which
+    # refuses links inside its root) sees it.
+    path = Path(parts.path if scheme == "file" else target).resolve()
     if path.is_dir() or (must_exist and not path.is_file()):
         from parquetry.errors import NotFound
 

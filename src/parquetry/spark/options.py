@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from parquetry.errors import InvalidArgument
 from parquetry.store import Store, open_store
+from parquetry.store.secrets import mask_options, redact_url
 
 __all__ = ["STORE_OPTION_KEYS", "SourceOptions"]
 
@@ -107,6 +108,18 @@ class SourceOptions:
             compression=opts.get("compression", "zstd"),
             trace_reads=opts.get("trace_reads") or None,
         )
+
+    def __repr__(self) -> str:
+        # Options travel into Spark plans, logs and error reports: secrets never print.
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "store_url":
+                value = redact_url(value)
+            elif f.name == "store_options":
+                value = mask_options(value)
+            shown.append(f"{f.name}={value!r}")
+        return f"SourceOptions({', '.join(shown)})"
 
     def open_store(self) -> Store:
         """The store these options name (opened anew in each Spark worker)."""

@@ -1,28 +1,38 @@
-"""File-system helpers of :class:`~parquetry.store.local.LocalStore`: locks, versions, and
-the reserved names of temporary files."""
+"""File-system helpers of :class:`~parquetry.store.local.LocalStore`: locks, versions, the
+reserved names of temporary files, and listings that never leave the root.
+
+Every helper works on directory file descriptors and opens children with ``O_NOFOLLOW``
+relative to them, so a symbolic link inside the root is never followed, whatever happens
+to the tree concurrently: a listing skips links (they are not objects).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import stat
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 from parquetry.errors import InvalidKey
 from parquetry.store.base import ListResult, ObjectMeta
+from parquetry.store.keys import is_valid_segment
 
 __all__ = [
+    "DIR_FLAGS",
+    "FILE_FLAGS",
     "HIDDEN",
+    "LINK_ERRNOS",
     "STALE_TEMP_SECONDS",
     "DirLock",
     "check_visible",
     "has_objects",
     "list_level",
     "meta",
+    "open_subdir",
     "remove_stale_temps",
     "stamp",
     "unlink_quietly",
@@ -34,6 +44,15 @@ __all__ = [
 HIDDEN = ".parquetry-"
 #: Temporary files older than this are leftovers of a crashed writer and may be removed.
 STALE_TEMP_SECONDS = 3600.0
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: Opens a directory, following nothing at the last component.
+DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW | _CLOEXEC
+#: Opens an object for reading; O_NONBLOCK keeps a FIFO planted in the root from blocking.
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
+#: What ``open(..., O_NOFOLLOW)`` answers for a link (Linux, macOS: ELOOP; BSD: EMLINK;
+#: with O_DIRECTORY Linux says ENOTDIR, shared with "is a file": tell them apart by lstat).
+LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
 
 
 class DirLock:
@@ -73,10 +92,28 @@ def unlink_quietly(name: str, dir_fd: int) -> None:
         os.unlink(name, dir_fd=dir_fd)
 
 
-def remove_stale_temps(directory: Path) -> None:
+def open_subdir(name: str, dir_fd: int) -> int | None:
+    """The fd of the real directory ``name`` in ``dir_fd``; None if it is anything else (a
+    link, a file) or gone."""
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+def _entries(dir_fd: int) -> list[os.DirEntry[str]]:
+    # scandir closes the fd it is given: hand it a duplicate.
+    try:
+        with os.scandir(os.dup(dir_fd)) as it:
+            return list(it)
+    except (FileNotFoundError, NotADirectoryError):
+        return []  # removed while listing
+
+
+def remove_stale_temps(dir_fd: int) -> None:
     """Remove temporary files a crashed writer left behind (old enough to be abandoned)."""
     try:
-        entries = list(os.scandir(directory))
+        entries = _entries(dir_fd)
     except OSError:
         return
     if any(not e.name.startswith(HIDDEN) for e in entries):
@@ -84,30 +121,45 @@ def remove_stale_temps(directory: Path) -> None:
     cutoff = time.time() - STALE_TEMP_SECONDS
     for entry in entries:
         try:
-            if entry.name.startswith(f"{HIDDEN}tmp-") and entry.stat().st_mtime < cutoff:
-                os.unlink(entry.path)
+            st = entry.stat(follow_symlinks=False)
+            if entry.name.startswith(f"{HIDDEN}tmp-") and st.st_mtime < cutoff:
+                os.unlink(entry.name, dir_fd=dir_fd)
         except OSError:
             continue
 
 
-def has_objects(directory: str) -> bool:
-    stack = [directory]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith(HIDDEN):
-                continue
+def _is_object_name(name: str) -> bool:
+    # Temporary files and names no key can spell (written by other programs) are no objects.
+    return not name.startswith(HIDDEN) and is_valid_segment(name)
+
+
+def has_objects(dir_fd: int) -> bool:
+    """Whether the directory holds an object at any depth (links are not followed)."""
+    frames = [dir_fd]
+    try:
+        while frames:
+            fd = frames.pop()
             try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
-                    return True
-            except OSError:
-                continue
-    return False
+                for entry in _entries(fd):
+                    if not _is_object_name(entry.name):
+                        continue
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            sub = open_subdir(entry.name, fd)
+                            if sub is not None:
+                                frames.append(sub)
+                        elif entry.is_file(follow_symlinks=False):
+                            return True
+                    except OSError:
+                        continue
+            finally:
+                if fd != dir_fd:
+                    os.close(fd)
+        return False
+    finally:
+        for fd in frames:
+            if fd != dir_fd:
+                os.close(fd)
 
 
 def version(st: os.stat_result) -> str:
@@ -123,53 +175,72 @@ def meta(key: str, st: os.stat_result) -> ObjectMeta:
     )
 
 
-def walk_objects(base: str, prefix: str) -> Iterator[ObjectMeta]:
-    """Every object under the directory ``base``, whose key is ``prefix``."""
-    stack = [(base, prefix)]
-    while stack:
-        directory, rel = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except (FileNotFoundError, NotADirectoryError):
-            continue  # missing, or removed while listing
-        for entry in entries:
-            if entry.name.startswith(HIDDEN):
-                continue
-            key = f"{rel}/{entry.name}" if rel else entry.name
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((entry.path, key))
-                    continue
-                st = entry.stat()
-            except FileNotFoundError:
-                continue  # deleted while listing
-            if stat.S_ISREG(st.st_mode):
-                yield meta(key, st)
-
-
-def list_level(base: str, prefix: str) -> ListResult:
-    """Objects and sub-"directories" directly under the directory ``base`` (key ``prefix``)."""
+def _scan(fd: int, rel: str) -> tuple[list[ObjectMeta], list[tuple[str, str]]]:
+    """The objects directly in ``fd`` and its sub-directories as (name, key) pairs."""
     objects: list[ObjectMeta] = []
-    prefixes: list[str] = []
-    try:
-        entries = list(os.scandir(base))
-    except (FileNotFoundError, NotADirectoryError):
-        return ListResult()
-    for entry in entries:
-        if entry.name.startswith(HIDDEN):
+    subdirs: list[tuple[str, str]] = []
+    for entry in _entries(fd):
+        if not _is_object_name(entry.name):
             continue
-        key = f"{prefix}/{entry.name}" if prefix else entry.name
+        key = f"{rel}/{entry.name}" if rel else entry.name
         try:
             if entry.is_dir(follow_symlinks=False):
-                # A directory holding only leftover temporary files is no "prefix".
-                if has_objects(entry.path):
-                    prefixes.append(key)
+                subdirs.append((entry.name, key))
                 continue
-            st = entry.stat()
+            st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
-            continue
+            continue  # deleted while listing
         if stat.S_ISREG(st.st_mode):
             objects.append(meta(key, st))
+    return objects, subdirs
+
+
+def walk_objects(dir_fd: int, prefix: str) -> Iterator[ObjectMeta]:
+    """Every object under the directory ``dir_fd`` (key ``prefix``); closes ``dir_fd``.
+
+    Depth first, holding one fd per level (never one per pending directory, which a wide
+    tree would turn into thousands of open files).
+    """
+    objects, subdirs = _scan(dir_fd, prefix)
+    frames = [(dir_fd, subdirs)]
+    try:
+        yield from objects
+        while frames:
+            fd, pending = frames[-1]
+            if not pending:
+                os.close(frames.pop()[0])
+                continue
+            name, key = pending.pop()
+            sub = open_subdir(name, fd)
+            if sub is None:
+                continue  # replaced by a link or removed since the scan
+            try:
+                objects, subdirs = _scan(sub, key)
+            except BaseException:
+                os.close(sub)
+                raise
+            frames.append((sub, subdirs))
+            yield from objects
+    finally:
+        for fd, _ in frames:
+            os.close(fd)
+
+
+def list_level(dir_fd: int, prefix: str) -> ListResult:
+    """Objects and sub-"directories" directly under the directory ``dir_fd`` (key
+    ``prefix``); does not close ``dir_fd``."""
+    objects, subdirs = _scan(dir_fd, prefix)
+    prefixes: list[str] = []
+    for name, key in subdirs:
+        sub = open_subdir(name, dir_fd)
+        if sub is None:
+            continue
+        try:
+            # A directory holding only leftover temporary files is no "prefix".
+            if has_objects(sub):
+                prefixes.append(key)
+        finally:
+            os.close(sub)
     objects.sort(key=lambda m: m.key)
     prefixes.sort()
     return ListResult(objects=tuple(objects), prefixes=tuple(prefixes))

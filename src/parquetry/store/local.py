@@ -17,10 +17,18 @@
 
 Names starting with ``.parquetry-`` are reserved (temporary files); listings never show them
 and a temporary file left by a crashed writer changes nothing but disk usage.
+
+No operation reads, writes, lists or deletes outside the root. Every path is opened one
+segment at a time from the root's fd with ``O_NOFOLLOW`` (``openat``, ``fstatat``,
+``unlinkat``, ``renameat``, ``scandir`` on fds), so a symbolic link inside the root is never
+followed, even if it appears concurrently: an operation on a key that crosses a link raises
+:class:`~parquetry.errors.UnsafePath`, and listings skip links (they are not objects) as
+well as names no key can spell. The root path itself may be a link.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -36,13 +44,18 @@ from parquetry.errors import (
     ParquetryError,
     PreconditionFailed,
     StoreUnavailable,
+    UnsafePath,
 )
 from parquetry.store._localfs import (
+    DIR_FLAGS,
+    FILE_FLAGS,
     HIDDEN,
+    LINK_ERRNOS,
     DirLock,
     check_visible,
     list_level,
     meta,
+    open_subdir,
     remove_stale_temps,
     stamp,
     unlink_quietly,
@@ -50,10 +63,12 @@ from parquetry.store._localfs import (
     walk_objects,
 )
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
+from parquetry.store.keys import validate_key
 
 __all__ = ["LocalStore"]
 
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+#: Opens the root, following links: the root path itself is the user's choice.
+_ROOT_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _RETRIES = 20  # attempts when a directory vanishes under us (pruned by a concurrent delete)
 
@@ -73,7 +88,7 @@ class LocalStore(Store):
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True):
         self.root = Path(root).absolute()
         self.fsync = fsync
-        self._prefix = f"{self.root}{os.sep}"  # string paths: pathlib costs more than a read
+        self._root = str(self.root)  # string paths: pathlib costs more than a read
 
     @property
     def url(self) -> str:
@@ -89,43 +104,51 @@ class LocalStore(Store):
         return hash(("local", self.root))
 
     def path(self, key: str) -> Path:
-        """The file path of ``key`` (for tools that read files directly, e.g. Spark)."""
+        """The file path of ``key`` (for tools that read files directly, e.g. Spark).
+
+        Raises UnsafePath if the key crosses a symbolic link inside the root (a tool
+        following the path could read outside the root); the object need not exist.
+        """
+        key = validate_key(key)
+        parent, _, name = key.rpartition("/")
+        try:
+            dir_fd = self._open_dir(parent, key, create=False)
+        except NotFound:
+            return self.root / key
+        try:
+            self._lstat(name, dir_fd, key)
+        except NotFound:
+            pass
+        finally:
+            os.close(dir_fd)
         return self.root / key
 
     # --- reads ---------------------------------------------------------------------------
 
     def _get(self, key: str) -> bytes:
-        try:
-            with open(self._prefix + key, "rb") as f:
-                return f.read()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            raise self._not_found(key) from None
-        except OSError as exc:
-            raise self._os_error(key, exc) from exc
+        fd = self._open_object(key)
+        with open(fd, "rb", buffering=0) as f:
+            try:
+                return f.readall()
+            except OSError as exc:
+                raise self._os_error(key, exc) from exc
 
     def _read_buffer(self, key: str) -> bytes | mmap.mmap:
         # A map of the inode open now: replacing the key renames a new file over the name and
         # never writes into this one, so the map keeps this version's bytes.
+        fd = self._open_object(key)
         try:
-            with open(self._prefix + key, "rb") as f:
-                if os.fstat(f.fileno()).st_size == 0:
-                    return b""
-                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            raise self._not_found(key) from None
+            if os.fstat(fd).st_size == 0:
+                return b""
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         except OSError as exc:
             raise self._os_error(key, exc) from exc
+        finally:
+            os.close(fd)
 
     def _get_range(self, key: str, start: int, end: int) -> bytes:
+        fd = self._open_object(key)
         try:
-            fd = os.open(self._prefix + key, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except (FileNotFoundError, NotADirectoryError):
-            raise self._not_found(key) from None
-        except OSError as exc:
-            raise self._os_error(key, exc) from exc
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise self._not_found(key)
             chunks = []
             while start < end:
                 chunk = os.pread(fd, end - start, start)
@@ -134,27 +157,66 @@ class LocalStore(Store):
                 chunks.append(chunk)
                 start += len(chunk)
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        except OSError as exc:
+            raise self._os_error(key, exc) from exc
         finally:
             os.close(fd)
 
-    def _head(self, key: str) -> ObjectMeta:
+    def _open_object(self, key: str) -> int:
+        """An fd of the regular file ``key``, reached without following any link."""
+        parent, _, name = key.rpartition("/")
+        dir_fd = self._open_dir(parent, key, create=False)
         try:
-            st = os.stat(self._prefix + key)
+            fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+        except (FileNotFoundError, IsADirectoryError):
+            raise self._not_found(key) from None
+        except OSError as exc:
+            if exc.errno in LINK_ERRNOS:
+                self._lstat(name, dir_fd, key)  # raises UnsafePath for a link
+            raise self._os_error(key, exc) from exc
+        finally:
+            os.close(dir_fd)
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not regular:  # a directory, a FIFO...: no object
+            os.close(fd)
+            raise self._not_found(key)
+        return fd
+
+    def _lstat(self, name: str, dir_fd: int, key: str) -> os.stat_result:
+        """The stat of ``name`` itself; NotFound if missing, UnsafePath if a link."""
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             raise self._not_found(key) from None
         except OSError as exc:
             raise self._os_error(key, exc) from exc
+        if stat.S_ISLNK(st.st_mode):
+            raise self._unsafe(key, name)
+        return st
+
+    def _head(self, key: str) -> ObjectMeta:
+        parent, _, name = key.rpartition("/")
+        dir_fd = self._open_dir(parent, key, create=False)
+        try:
+            st = self._lstat(name, dir_fd, key)
+        finally:
+            os.close(dir_fd)
         if not stat.S_ISREG(st.st_mode):
             raise self._not_found(key)
         return meta(key, st)
 
     def _exists(self, key: str) -> bool:
         try:
-            return stat.S_ISREG(os.stat(self._prefix + key).st_mode)
-        except (FileNotFoundError, NotADirectoryError):
+            self._head(key)
+        except UnsafePath:
+            raise
+        except NotFound:
             return False
-        except OSError as exc:
-            raise self._os_error(key, exc) from exc
+        return True
 
     # --- writes --------------------------------------------------------------------------
 
@@ -224,14 +286,15 @@ class LocalStore(Store):
             try:
                 os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except FileExistsError:
+                self._lstat(name, dir_fd, key)  # UnsafePath for a link
                 raise AlreadyExists(
                     f"{key!r} already exists in {self.url}", key=key, store=self.url
                 ) from None
             return st
         with DirLock(dir_fd):
             try:
-                current: os.stat_result | None = os.stat(name, dir_fd=dir_fd)
-            except FileNotFoundError:
+                current: os.stat_result | None = self._lstat(name, dir_fd, key)
+            except NotFound:
                 current = None
             if current is not None and stat.S_ISDIR(current.st_mode):
                 raise InvalidKey(f"cannot write {key!r}: it is a directory", key=key)
@@ -252,27 +315,67 @@ class LocalStore(Store):
             return st
 
     def _open_dir(self, parent: str, key: str, *, create: bool) -> int:
-        directory = self._prefix + parent if parent else str(self.root)
+        """The fd of the directory ``parent``, opened one segment at a time with
+        ``O_NOFOLLOW`` from the root, so no link inside the root is ever followed (the root
+        itself may be a link: the user chose it). ``create`` makes missing directories."""
         try:
-            try:
-                return os.open(directory, _DIR_FLAGS)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.makedirs(directory, exist_ok=True)
-                return os.open(directory, _DIR_FLAGS)
-        except (FileExistsError, NotADirectoryError):
-            if not create:
-                raise self._not_found(key) from None
-            raise InvalidKey(
-                f"cannot write {key!r} in {self.url}: a parent is a file", key=key
-            ) from None
+            fd = self._open_root(create)
+            for segment in parent.split("/") if parent else ():
+                fd = self._open_child(fd, segment, key, create)
+            return fd
+        except ParquetryError:
+            raise
         except FileNotFoundError:
             raise self._not_found(key) from None
         except OSError as exc:
             raise StoreUnavailable(
                 f"cannot open the directory of {key!r} in {self.url}: {exc}", key=key
             ) from exc
+
+    def _open_root(self, create: bool) -> int:
+        try:
+            return os.open(self._root, _ROOT_FLAGS)
+        except FileNotFoundError:
+            if not create:
+                raise
+        except NotADirectoryError:
+            raise StoreUnavailable(f"the root of {self.url} is not a directory") from None
+        os.makedirs(self._root, exist_ok=True)
+        return os.open(self._root, _ROOT_FLAGS)
+
+    def _open_child(self, fd: int, segment: str, key: str, create: bool) -> int:
+        """The fd of the directory ``segment`` in ``fd`` (which this closes)."""
+        try:
+            for _attempt in range(_RETRIES):
+                try:
+                    return os.open(segment, DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise self._not_found(key) from None
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(segment, 0o777, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno not in LINK_ERRNOS:
+                        raise
+                    st = self._lstat(segment, fd, key)  # UnsafePath for a link
+                    if stat.S_ISDIR(st.st_mode):
+                        continue  # replaced concurrently: look again
+                    if create:
+                        raise InvalidKey(
+                            f"cannot write {key!r} in {self.url}: a parent is a file", key=key
+                        ) from None
+                    raise self._not_found(key) from None
+            raise StoreUnavailable(f"directory of {key!r} keeps vanishing in {self.url}", key=key)
+        finally:
+            os.close(fd)
+
+    def _unsafe(self, key: str, name: str) -> UnsafePath:
+        return UnsafePath(
+            f"store key {key!r} crosses the symbolic link {name!r} inside {self.url}; "
+            "links inside a local store's root are never followed",
+            key=key,
+            store=self.url,
+        )
 
     def _delete(self, key: str, missing_ok: bool) -> None:
         parent, _, name = key.rpartition("/")
@@ -285,7 +388,7 @@ class LocalStore(Store):
         try:
             with DirLock(dir_fd):
                 try:
-                    st = os.stat(name, dir_fd=dir_fd)
+                    st = self._lstat(name, dir_fd, key)
                     if not stat.S_ISREG(st.st_mode):
                         raise FileNotFoundError(key)
                     os.unlink(name, dir_fd=dir_fd)
@@ -332,12 +435,11 @@ class LocalStore(Store):
         for lock in locks:
             lock.__enter__()
         try:
-            try:
-                st = os.stat(src_name, dir_fd=src_fd)
-            except FileNotFoundError:
-                raise self._not_found(src) from None
+            st = self._lstat(src_name, src_fd, src)
             if not stat.S_ISREG(st.st_mode):
                 raise self._not_found(src)
+            with contextlib.suppress(NotFound):
+                self._lstat(dst_name, dst_fd, dst)  # UnsafePath for a link
             try:
                 os.replace(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
             except FileNotFoundError:
@@ -355,25 +457,54 @@ class LocalStore(Store):
 
     def _prune_empty_dirs(self, parent: str) -> None:
         # Object stores have no directories: an emptied "directory" must vanish from listings.
-        # A concurrent writer that opened the directory first sees ENOENT and retries.
-        while parent:
-            directory = self.root / parent
-            remove_stale_temps(directory)
-            try:
-                directory.rmdir()
-            except OSError as exc:
-                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.EBUSY):
+        # A concurrent writer that opened the directory first sees ENOENT and retries. Best
+        # effort: the object is gone already, a directory left behind lists as nothing.
+        if not parent:
+            return
+        segments = parent.split("/")
+        fds: list[int] = []
+        try:
+            fds.append(os.open(self._root, _ROOT_FLAGS))
+            for segment in segments:
+                sub = open_subdir(segment, fds[-1])
+                if sub is None:
                     return
-                raise
-            parent = parent.rpartition("/")[0]
+                fds.append(sub)
+            for depth in range(len(segments), 0, -1):
+                remove_stale_temps(fds[depth])
+                os.rmdir(segments[depth - 1], dir_fd=fds[depth - 1])
+        except OSError:
+            return  # not empty (ENOTEMPTY), gone, replaced...: stop pruning
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     # --- listing -------------------------------------------------------------------------
 
     def _list(self, prefix: str) -> Iterator[ObjectMeta]:
-        return walk_objects(self._prefix + prefix if prefix else str(self.root), prefix)
+        dir_fd = self._open_listed(prefix)
+        return iter(()) if dir_fd is None else walk_objects(dir_fd, prefix)
 
     def _list_dir(self, prefix: str) -> ListResult:
-        return list_level(self._prefix + prefix if prefix else str(self.root), prefix)
+        dir_fd = self._open_listed(prefix)
+        if dir_fd is None:
+            return ListResult()
+        try:
+            return list_level(dir_fd, prefix)
+        finally:
+            os.close(dir_fd)
+
+    def _open_listed(self, prefix: str) -> int | None:
+        """The directory ``prefix`` to list; None if there is none (nothing to list).
+
+        Raises UnsafePath if ``prefix`` crosses a link: a listing never shows what is
+        outside the root, and silently listing nothing would hide the link from callers
+        (a dataset's delete would then believe the dataset empty).
+        """
+        try:
+            return self._open_dir(prefix, prefix or ".", create=False)
+        except NotFound:
+            return None
 
     def _os_error(
         self, key: str, exc: OSError, doing: str = "reading"

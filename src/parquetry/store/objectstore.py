@@ -7,11 +7,13 @@ exception is translated here into parquetry's error tree, with secrets scrubbed.
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import obstore
 from obstore.exceptions import (
@@ -36,12 +38,11 @@ from parquetry.errors import (
     StoreUnavailable,
 )
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
-from parquetry.store.keys import validate_key
+from parquetry.store.keys import MAX_KEY_BYTES, validate_key
+from parquetry.store.secrets import is_secret_option, redact_url, url_has_userinfo
 
 __all__ = ["DEFAULT_CLIENT_OPTIONS", "DEFAULT_RETRY", "ObjectStore", "is_secret_option"]
 
-#: Parts of option names whose values are secrets: kept out of repr, url, errors and logs.
-_SECRET_MARKERS = ("secret", "token", "password", "access_key", "account_key", "sas_", "sas")
 _CLIENT_OPTIONS = frozenset(
     {
         "allow_http",
@@ -70,14 +71,17 @@ DEFAULT_RETRY: dict[str, Any] = {
     "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2)},
 }
 DEFAULT_CLIENT_OPTIONS: dict[str, Any] = {"connect_timeout": "3s"}
+#: Environment variables the backends read an endpoint from (checked when no option is set).
+_ENDPOINT_ENV = {
+    "s3": ("AWS_ENDPOINT_URL", "AWS_ENDPOINT"),
+    "az": ("AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT"),
+}
+#: Bucket and container names on S3, GCS and Azure (a superset of each one's rule).
+_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,221}")
+_URL_CHARS = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
+_HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9._-]{0,252})?")
 _SCHEMES = {"s3": S3Store, "gs": GCSStore, "az": AzureStore}
 _MULTIPART_THRESHOLD = 64 * 1024 * 1024
-
-
-def is_secret_option(name: str) -> bool:
-    """Whether the option ``name`` holds a secret (credentials, tokens, keys)."""
-    lowered = name.lower()
-    return any(marker in lowered for marker in _SECRET_MARKERS)
 
 
 class ObjectStore(Store):
@@ -104,11 +108,28 @@ class ObjectStore(Store):
             raise InvalidArgument(f"unsupported object store scheme {scheme!r} (s3, gs or az)")
         if not bucket:
             raise InvalidArgument(f"{scheme}:// store needs a bucket name")
+        if not isinstance(bucket, str) or not _BUCKET.fullmatch(bucket):
+            # Not echoed: a malformed "bucket" is often credentials pasted into the URL.
+            raise InvalidArgument(
+                f"invalid bucket name in {scheme}://***: use letters, digits, '.', '-' and '_' "
+                "(credentials belong in options or the environment, never in the URL)"
+            )
         self.scheme = scheme
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self._options = {str(k).lower(): v for k, v in (options or {}).items()}
+        for name, value in self._endpoints():
+            check_endpoint(name, value)
         self._client = self._connect()
+
+    def _endpoints(self) -> Iterator[tuple[str, Any]]:
+        """Every URL the backend will parse (options, then the environment it reads)."""
+        names = [k for k in self._options if "endpoint" in k or k == "proxy_url"]
+        yield from ((name, self._options[name]) for name in names)
+        if not names:
+            for name in _ENDPOINT_ENV.get(self.scheme, ()):
+                if os.environ.get(name):
+                    yield f"${name}", os.environ[name]
 
     def _connect(self) -> Any:
         config = {
@@ -129,8 +150,10 @@ class ObjectStore(Store):
                 client_options=client_options,
                 retry_config=retry,
             )
-        except Exception as exc:  # obstore raises config errors of several kinds
-            msg = _scrub(str(exc), self._options).splitlines()[0][:300]
+        except BaseException as exc:  # obstore raises config errors of several kinds
+            if not isinstance(exc, Exception) and not is_panic(exc):
+                raise  # KeyboardInterrupt, SystemExit
+            msg = _scrub(str(exc), self._options).splitlines()[0][:300] if str(exc) else ""
             raise InvalidArgument(f"cannot configure {self.url}: {msg}") from None
 
     # --- identity ------------------------------------------------------------------------
@@ -160,6 +183,20 @@ class ObjectStore(Store):
 
     def __hash__(self) -> int:
         return hash((self.scheme, self.bucket, self.prefix))
+
+    def check_full_key(self, key: str) -> None:
+        """Refuse ``key`` if, under this store's prefix, it exceeds the object key limit
+        (1,024 bytes on S3): the key rule checks the key alone."""
+        if not self.prefix:
+            return
+        size = len(self.prefix.encode("utf-8")) + 1 + len(key.encode("utf-8"))
+        if size > MAX_KEY_BYTES:
+            raise InvalidKey(
+                f"store key {key!r} is too long for {self.url}: {size} bytes of UTF-8 with the "
+                f"store's prefix, at most {MAX_KEY_BYTES}",
+                key=key,
+                store=self.url,
+            )
 
     # --- primitives ----------------------------------------------------------------------
 
@@ -227,6 +264,7 @@ class ObjectStore(Store):
         return ObjectMeta(key=key, size=len(data), version=result.get("e_tag"), modified=None)
 
     def _copy(self, src: str, dst: str) -> None:
+        self.check_full_key(dst)
         with _Translate(self, src):
             obstore.copy(self._client, src, dst, overwrite=True)
 
@@ -247,6 +285,8 @@ class ObjectStore(Store):
     def delete_many(self, keys: Iterable[str], *, missing_ok: bool = True) -> None:
         self.require(Capability.DELETE)
         batch = [validate_key(k) for k in keys]
+        for key in batch:
+            self.check_full_key(key)
         if not missing_ok:
             for key in batch:
                 if not self._exists(key):
@@ -276,6 +316,7 @@ class _Translate:
     __slots__ = ("expected", "key", "store")
 
     def __init__(self, store: ObjectStore, key: str, *, expected: str | None = None):
+        store.check_full_key(key)
         self.store = store
         self.key = key
         self.expected = expected
@@ -286,8 +327,19 @@ class _Translate:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
     ) -> None:
-        if exc is None or isinstance(exc, ParquetryError) or not isinstance(exc, Exception):
+        if exc is None or isinstance(exc, ParquetryError):
             return
+        if not isinstance(exc, Exception):
+            if not is_panic(exc):
+                return  # KeyboardInterrupt, SystemExit, GeneratorExit: let them through
+            text = str(exc).strip()
+            detail = _scrub(text, self.store._options).splitlines()[0][:200] if text else "panic"
+            raise StoreUnavailable(
+                f"{self.store.url} failed on {self.key!r}: the object store client crashed "
+                f"({detail})",
+                key=self.key,
+                store=self.store.url,
+            ) from None
         # The original stays reachable as __context__: scrub it too.
         exc.args = tuple(_scrub(str(a), self.store._options) for a in exc.args)
         raise _translate(exc, self.store, self.key, self.expected) from None
@@ -316,6 +368,54 @@ def _translate(exc: Exception, store: ObjectStore, key: str, expected: str | Non
     return StoreUnavailable(
         f"{url} failed on {key!r}: {type(exc).__name__}: {msg}", key=key, store=url
     )
+
+
+def is_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust panic surfacing through pyo3 (``PanicException`` derives
+    from BaseException, so ``except Exception`` misses it)."""
+    return type(exc).__name__ == "PanicException" and not isinstance(exc, Exception)
+
+
+def check_endpoint(name: str, value: Any) -> None:
+    """Refuse an endpoint URL the backend's HTTP client would panic on, without echoing any
+    credentials it may hold.
+
+    Raises:
+        InvalidArgument: naming the option and what is wrong.
+    """
+    shown = redact_url(value) if isinstance(value, str) else value
+    problem = _endpoint_problem(value)
+    if problem:
+        raise InvalidArgument(f"invalid {name} {shown!r}: {problem}")
+
+
+def _endpoint_problem(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        return "expected a URL such as http://127.0.0.1:9000"
+    if url_has_userinfo(value):
+        return "credentials belong in options or the environment, never in the URL"
+    if not _URL_CHARS.fullmatch(value):
+        return "it contains spaces or characters a URL cannot hold"
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:  # bad IPv6 brackets, port not a number or out of range
+        return str(exc)
+    if parts.scheme.lower() not in ("http", "https"):
+        return "the scheme must be http:// or https://"
+    host = parts.hostname or ""
+    if not host:
+        return "it has no host"
+    if ":" in host:
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return f"host {host!r} is not a valid IPv6 address"
+    elif not _HOST.fullmatch(host):
+        return f"host {host!r} is not a valid host name"
+    if port == 0:
+        return "port 0 is not a valid port"
+    return ""
 
 
 def _scrub(text: str, options: Mapping[str, Any]) -> str:

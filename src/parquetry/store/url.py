@@ -7,6 +7,7 @@ from urllib.parse import unquote, urlsplit
 
 from parquetry.errors import InvalidArgument
 from parquetry.store.base import Store
+from parquetry.store.secrets import redact_url, url_has_userinfo
 
 __all__ = ["open_store"]
 
@@ -35,15 +36,24 @@ def open_store(url: str, **options: Any) -> Store:
     """
     if not isinstance(url, str) or not url:
         raise InvalidArgument(f"store URL must be a non-empty string, got {url!r}")
+    if _carries_userinfo(url):
+        # Never echo it: what stands before '@' is most likely a key and a secret.
+        raise InvalidArgument(
+            f"store URL {redact_url(url)!r} carries credentials before '@'; pass them as "
+            "options (access_key_id=..., secret_access_key=...) or in the environment"
+        )
     opts = {_OPTION_ALIASES.get(k, k): v for k, v in options.items() if v is not None}
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # unbalanced IPv6 brackets
+        raise InvalidArgument(f"malformed store URL {url!r}: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme in ("", "file") or (len(scheme) == 1 and url[1:3] == ":\\"):
         from parquetry.store.local import LocalStore
 
         path = unquote(parts.path) if scheme == "file" else url
         if scheme == "file" and parts.netloc not in ("", "localhost"):
-            raise InvalidArgument(f"file URL {url!r} must be local (file:///path)")
+            raise InvalidArgument(f"file URL {redact_url(url)!r} must be local (file:///path)")
         fsync = _flag(url, "fsync", opts.pop("fsync", True))
         _no_extra(url, opts)
         return LocalStore(path, fsync=fsync)
@@ -63,6 +73,15 @@ def open_store(url: str, **options: Any) -> Store:
         f"unsupported store URL scheme {scheme!r} in {url!r} (use file://, memory://, s3://, "
         "gs:// or az://)"
     )
+
+
+def _carries_userinfo(url: str) -> bool:
+    """Whether ``url`` has ``user:secret@`` before its host. Object store URLs are checked
+    whole (a secret key may contain '/', hiding where the host starts); a ``file://`` URL
+    only in its authority, since a directory name may hold '@'."""
+    if url[:7].lower() == "file://":
+        return "@" in url[7:].partition("/")[0]
+    return url_has_userinfo(url)
 
 
 def _no_extra(url: str, opts: dict[str, Any]) -> None:

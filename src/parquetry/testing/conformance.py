@@ -26,6 +26,7 @@ import pytest
 
 from parquetry.errors import CapabilityNotSupported, InvalidArgument, InvalidKey, NotFound
 from parquetry.store import Capability, PutMode, Store
+from parquetry.testing._conformance_keys import HostileKeyChecks
 from parquetry.testing._conformance_races import RaceChecks
 from parquetry.testing._conformance_writes import ListingChecks, WriteChecks, need
 
@@ -48,7 +49,7 @@ BAD_KEYS: dict[str, str] = {
 _PAYLOAD = bytes(range(256)) * 4  # 1 KiB with every byte value
 
 
-class StoreConformance(WriteChecks, ListingChecks, RaceChecks):
+class StoreConformance(WriteChecks, ListingChecks, RaceChecks, HostileKeyChecks):
     """Behaviour every store shares. Subclasses provide the ``store`` fixture."""
 
     #: Size of the big round trip (issue 2: 50 MiB).

@@ -15,12 +15,21 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MotoServer", "start_moto_server"]
+__all__ = ["CREDENTIALS", "NO_METADATA_ENV", "MotoServer", "start_moto_server"]
 
+#: Explicit credentials and region for every client of the test server: with them no client
+#: ever walks the credential chain to a cloud metadata endpoint (169.254.169.254).
 CREDENTIALS = {
     "access_key_id": "testing",
     "secret_access_key": "testing",
     "region": "us-east-1",
+}
+#: Environment that keeps SDKs off the cloud metadata endpoints: botocore honours
+#: AWS_EC2_METADATA_DISABLED, obstore (object_store) reads AWS_METADATA_ENDPOINT, pointed
+#: here at a closed loopback port so a probe fails at once and locally.
+NO_METADATA_ENV = {
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_METADATA_ENDPOINT": "http://127.0.0.1:9",
 }
 
 
@@ -35,6 +44,18 @@ class MotoServer:
     def options(self) -> dict[str, Any]:
         """Store options for :func:`parquetry.open_store` on this server."""
         return {"endpoint": self.endpoint, **CREDENTIALS}
+
+    def env(self) -> dict[str, str]:
+        """Environment for a subprocess (the CLI...) using this server: credentials, region
+        and endpoint explicit, metadata endpoints off."""
+        return {
+            **NO_METADATA_ENV,
+            "AWS_ACCESS_KEY_ID": CREDENTIALS["access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": CREDENTIALS["secret_access_key"],
+            "AWS_REGION": CREDENTIALS["region"],
+            "AWS_DEFAULT_REGION": CREDENTIALS["region"],
+            "AWS_ENDPOINT_URL": self.endpoint,
+        }
 
     def create_bucket(self, name: str | None = None) -> str:
         """Create a bucket (a fresh random name by default) and return its name."""
@@ -75,7 +96,8 @@ def start_moto_server(timeout: float = 30.0) -> MotoServer:
         if exe
         else [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
     )
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, **NO_METADATA_ENV}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

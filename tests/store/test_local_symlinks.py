@@ -1,0 +1,155 @@
+"""LocalStore never reads, writes, lists or deletes outside its root through a symbolic link
+inside the root (issue 11, section 3)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from parquetry.errors import InvalidKey, ParquetryError, UnsafePath
+from parquetry.store import LocalStore, PutMode, Store
+
+
+def snapshot_tree(path: Path) -> dict[str, bytes]:
+    """Every file under ``path`` with its content (links not followed)."""
+    out: dict[str, bytes] = {}
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            full = Path(dirpath) / name
+            out[str(full.relative_to(path))] = b"<link>" if full.is_symlink() else full.read_bytes()
+    return out
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> tuple[LocalStore, Path]:
+    """A store whose root holds links to a directory and a file outside it."""
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "secret").write_bytes(b"outside secret")
+    (outside / "sub" / "deeper").write_bytes(b"deeper secret")
+    store = LocalStore(tmp_path / "root", fsync=False)
+    store.put("real/obj", b"inside")
+    root = tmp_path / "root"
+    (root / "dirlink").symlink_to(outside)
+    (root / "filelink").symlink_to(outside / "secret")
+    (root / "real" / "dirlink").symlink_to(outside)
+    (root / "real" / "filelink").symlink_to(outside / "secret")
+    (root / "dangling").symlink_to(tmp_path / "nowhere")
+    (root / "relative").symlink_to("../outside")
+    return store, outside
+
+
+#: Keys crossing a link inside the root: the link as a directory or as the object itself.
+LINKED_KEYS = [
+    "dirlink/secret",
+    "dirlink/sub/deeper",
+    "dirlink/new",
+    "real/dirlink/secret",
+    "relative/secret",
+    "filelink",
+    "real/filelink",
+    "dangling",
+    "dangling/new",
+]
+
+
+def calls(store: Store, key: str) -> dict[str, Callable[[], object]]:
+    """Every Store method applied to ``key`` (as source and as destination)."""
+    return {
+        "get": lambda: store.get(key),
+        "get_range": lambda: store.get_range(key, 0, 4),
+        "get_range_empty": lambda: store.get_range(key, 2, 2),
+        "get_ranges": lambda: store.get_ranges(key, [(0, 2), (3, 5)]),
+        "read_buffer": lambda: store.read_buffer(key),
+        "open": lambda: store.open(key).read(),
+        "head": lambda: store.head(key),
+        "exists": lambda: store.exists(key),
+        "put": lambda: store.put(key, b"pwned"),
+        "put_create": lambda: store.put(key, b"pwned", mode=PutMode.CREATE),
+        "put_update": lambda: store.put(key, b"pwned", mode=PutMode.UPDATE, expected_version="x"),
+        "delete": lambda: store.delete(key),
+        "delete_missing_ok": lambda: store.delete(key, missing_ok=True),
+        "delete_many": lambda: store.delete_many([key]),
+        "copy_from": lambda: store.copy(key, "real/copy"),
+        "copy_to": lambda: store.copy("real/obj", key),
+        "move_from": lambda: store.move(key, "real/moved"),
+        "move_to": lambda: store.move("real/obj", key),
+        "list": lambda: list(store.list(key)),
+        "list_dir": lambda: store.list_dir(key),
+        "path": lambda: store.path(key),  # type: ignore[attr-defined]
+    }
+
+
+@pytest.mark.parametrize("key", LINKED_KEYS)
+def test_no_operation_crosses_a_link(planted: tuple[LocalStore, Path], key: str) -> None:
+    store, outside = planted
+    before = snapshot_tree(outside)
+    for name, call in calls(store, key).items():
+        with pytest.raises(UnsafePath, match="symbolic link") as info:
+            call()
+        assert info.value.key is not None, name
+        assert isinstance(info.value, InvalidKey)
+        assert snapshot_tree(outside) == before, name
+    assert store.get("real/obj") == b"inside"  # a refused move_to left the source alone
+    assert not store.exists("real/copy")
+    assert not store.exists("real/moved")
+
+
+def test_listings_skip_links(planted: tuple[LocalStore, Path]) -> None:
+    store, _outside = planted
+    assert sorted(m.key for m in store.list()) == ["real/obj"]
+    assert [m.key for m in store.list("real")] == ["real/obj"]
+    level = store.list_dir("")
+    assert (level.objects, level.prefixes) == ((), ("real",))
+    assert [m.key for m in store.list_dir("real").objects] == ["real/obj"]
+
+
+def test_delete_never_prunes_through_a_link(planted: tuple[LocalStore, Path]) -> None:
+    store, outside = planted
+    before = snapshot_tree(outside)
+    store.delete("real/obj")
+    assert snapshot_tree(outside) == before
+    assert list(store.list()) == []
+
+
+def test_a_linked_root_is_the_users_choice(tmp_path: Path) -> None:
+    (tmp_path / "target").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "target")
+    store = LocalStore(tmp_path / "alias")
+    store.put("a/b", b"1")
+    assert (tmp_path / "target" / "a" / "b").read_bytes() == b"1"
+    assert [m.key for m in store.list()] == ["a/b"]
+    store.delete("a/b")
+    assert list((tmp_path / "target").iterdir()) == []
+
+
+def test_a_fifo_in_the_root_does_not_block(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "root")
+    store.put("x", b"1")
+    os.mkfifo(tmp_path / "root" / "fifo")
+    for call in (
+        lambda: store.get("fifo"),
+        lambda: store.read_buffer("fifo"),
+        lambda: store.get_range("fifo", 0, 1),
+        lambda: store.head("fifo"),
+    ):
+        with pytest.raises(ParquetryError):
+            call()
+    assert not store.exists("fifo")
+    assert [m.key for m in store.list()] == ["x"]
+
+
+def test_foreign_names_are_not_listed(tmp_path: Path) -> None:
+    """Names no key can spell (control characters, bytes that are not UTF-8, written by other
+    programs) are skipped by listings instead of yielding keys every method refuses."""
+    store = LocalStore(tmp_path / "root")
+    store.put("ok", b"1")
+    root = os.fsencode(tmp_path / "root")
+    for name in (b"nl\nname", b"\x80bad-utf8", b"tab\tx"):
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(b"x")
+    assert [m.key for m in store.list()] == ["ok"]
+    assert [m.key for m in store.list_dir("").objects] == ["ok"]
