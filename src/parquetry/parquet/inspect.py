@@ -266,7 +266,7 @@ def _row_group(
     sorting = tuple(
         f"{schema[s.get(1, 0)].path} {'desc' if s.get(2) else 'asc'}"
         for s in group.get(4, [])
-        if s.get(1, 0) < len(schema)
+        if 0 <= s.get(1, 0) < len(schema)
     )
     compressed = group.get(6) or sum(c.compressed_size or 0 for c in chunks)
     return RowGroupReport(
