@@ -7,6 +7,7 @@ that reaches pyarrow runs in a subprocess: pyarrow aborts the process on some in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -44,12 +45,11 @@ def test_corpus_is_present() -> None:
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
 def test_inspect_api_works_or_raises_parquetry_error(path: Path) -> None:
-    try:
+    report = None
+    with contextlib.suppress(ParquetryError):
         report = inspect_file(LocalStore(path.parent), path.name)
-    except ParquetryError as exc:
-        assert path.name in str(exc) or str(exc)
-        return
-    assert report.to_json()["format"] == "parquetry.inspect/1"
+    if report is not None:
+        assert report.to_json()["format"] == "parquetry.inspect/1"
 
 
 def _run(script: str, paths: list[Path]) -> list[dict[str, object]]:

@@ -52,6 +52,11 @@ def _footer(store: Store, key: str, size: int | None) -> pq.ParquetFile:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from parquetry.parquet.footer_check import safe_metadata
+
+    # pyarrow aborts the process on metadata it cannot decode (encrypted columns, corrupted
+    # statistics): the raw footer decides first, raising EncryptionError or InvalidFormat.
+    safe_metadata(store, key, size)
     try:
         return pq.ParquetFile(store.open(key, size=size))
     except (pa.ArrowInvalid, OSError) as exc:
