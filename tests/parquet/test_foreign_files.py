@@ -8,6 +8,7 @@ that reaches pyarrow runs in a subprocess: pyarrow aborts the process on some in
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from parquetry.errors import ParquetryError
+from parquetry.errors import ParquetryError, SchemaViolation
+from parquetry.parquet import ParquetCodec, ParquetField, ParquetSchema, ParquetType
 from parquetry.parquet.inspect import inspect_file
 from parquetry.store import LocalStore
 
@@ -94,7 +96,8 @@ def test_cli_inspect_exits_0_or_1_with_one_line() -> None:
 
 _DECODE = """
 import json, sys
-from parquetry.errors import ParquetryError
+from parquetry.errors import ParquetryError, SchemaViolation
+from parquetry.parquet import ParquetCodec, ParquetField, ParquetSchema, ParquetType
 from parquetry.parquet import ParquetCodec, ParquetField, ParquetSchema, ParquetType
 from parquetry.parquet.footer import footer_from_bytes
 
@@ -108,13 +111,25 @@ def schema(data):
     except ParquetryError:
         return ParquetSchema([ParquetField("x", ParquetType.INT64, nullable=True)])
     fields, names = [], set()
-    elements = (raw.metadata or {}).get(2, [])[1:]
-    for element in elements:
+    elements = (raw.metadata or {}).get(2, [])
+
+    def after(index):  # the element after the subtree at ``index``
+        children = elements[index].get(5, 0)
+        index += 1
+        for _ in range(children):
+            index = after(index)
+        return index
+
+    index = 1
+    while index < len(elements):
+        element = elements[index]
         name = element.get(4, b"").decode("utf-8", "replace")
-        if element.get(5) or not name or name in names or element.get(1) not in TYPES:
-            continue
-        names.add(name)
-        fields.append(ParquetField(name, TYPES[element[1]], nullable=True))
+        # Groups (lists, maps, structs) are asked for as strings: read, then refused.
+        kind = ParquetType.STRING if element.get(5) else TYPES.get(element.get(1))
+        if name and name not in names and kind is not None:
+            names.add(name)
+            fields.append(ParquetField(name, kind, nullable=True))
+        index = after(index)
     return ParquetSchema(fields)
 
 for path in sys.argv[1:]:
@@ -141,3 +156,29 @@ def test_codec_decode_works_or_raises_parquetry_error() -> None:
         outcomes = outcome["outcomes"]
         assert isinstance(outcomes, list)
         assert not any(o.startswith("RAW") for o in outcomes), outcome
+        assert outcomes[0] == outcomes[1], f"decode and iter_records disagree: {outcome}"
+
+
+def test_spark_int96_beyond_year_9999_is_a_clear_error() -> None:
+    """Spark's INT96 for year 290000: a SchemaViolation naming column and row, not a
+    ``datetime`` object with an impossible year."""
+    data = (DATA / "parquet-testing" / "data" / "int96_from_spark.parquet").read_bytes()
+    codec = ParquetCodec(ParquetSchema([ParquetField("a", ParquetType.TIMESTAMP, nullable=True)]))
+    with pytest.raises(SchemaViolation, match=r"column 'a', row 5: .*years 1-9999") as info:
+        codec.decode(data)
+    assert (info.value.field, info.value.index) == ("a", 5)
+    seen: list[dict[str, object]] = []
+    with pytest.raises(SchemaViolation, match="row 5") as info:
+        seen.extend(codec.iter_records(data, batch_rows=2))
+    assert info.value.index == 5
+    assert len(seen) == 4  # the batches before the bad one were yielded
+    assert seen[2]["a"] == dt.datetime(9999, 12, 31, 3, tzinfo=dt.UTC)
+
+
+def test_nested_column_read_as_a_string_fails_alike_in_decode_and_iter_records() -> None:
+    data = (DATA / "parquet-testing" / "data" / "large_string_map.brotli.parquet").read_bytes()
+    codec = ParquetCodec(ParquetSchema([ParquetField("arr", ParquetType.STRING, nullable=True)]))
+    with pytest.raises(SchemaViolation, match="arr"):
+        codec.decode(data)
+    with pytest.raises(SchemaViolation, match="arr"):
+        list(codec.iter_records(data))
