@@ -27,6 +27,7 @@ from parquetry.codec import (
     ParquetType,
     SchemaViolation,
 )
+from parquetry.parquet.files import write_table_bytes
 from parquetry.parquet.options import WriteOptions
 
 UTC = dt.UTC
@@ -373,3 +374,36 @@ def test_float_stats_skip_nan_across_row_groups(
     column = stats.column("x")
     assert (column.min, column.max) == (min(ordered, default=None), max(ordered, default=None))
     assert column.null_count == sum(v is None for v in values)
+
+
+_MIN_US = -62135596800000000  # 0001-01-01T00:00:00Z
+_MAX_US = 253402300799999999  # 9999-12-31T23:59:59.999999Z
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.integers(_MIN_US - 10**12, _MAX_US + 10**12),
+            st.sampled_from([_MIN_US, _MAX_US, _MIN_US - 1, _MAX_US + 1, 2**63 - 1, -(2**63)]),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_timestamps_decode_exactly_or_name_the_first_row_out_of_range(
+    micros: list[int | None],
+) -> None:
+    """Oracle: epoch + timedelta for years 1-9999, else SchemaViolation at the first bad row."""
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    data = write_table_bytes(pa.table({"t": pa.array(micros, pa.timestamp("us", "UTC"))}))
+    codec = ParquetCodec(ParquetSchema([ParquetField("t", ParquetType.TIMESTAMP, nullable=True)]))
+    bad = [i for i, m in enumerate(micros) if m is not None and not _MIN_US <= m <= _MAX_US]
+    if bad:
+        with pytest.raises(SchemaViolation) as info:
+            codec.decode(data)
+        assert (info.value.field, info.value.index) == ("t", bad[0])
+        return
+    expected = [None if m is None else epoch + dt.timedelta(microseconds=m) for m in micros]
+    assert [r["t"] for r in codec.decode(data)] == expected

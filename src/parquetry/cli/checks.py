@@ -56,12 +56,14 @@ def open_footer(store: Store, key: str, size: int | None) -> pq.ParquetFile:
     ParquetryError (InvalidFormat, EncryptionError) instead of reaching pyarrow, which can
     abort the process on column metadata it cannot decode."""
     from parquetry.parquet.files import open_parquet
+    from parquetry.parquet.footer_check import safe_metadata
 
+    # pyarrow aborts the process on metadata it cannot decode (encrypted columns, corrupted
+    # statistics): the raw footer decides first, raising EncryptionError or InvalidFormat.
+    safe_metadata(store, key, size)
     parquet_file, _, _ = open_parquet(store.open(key, size=size), pre_buffer=False)
     return parquet_file
 
-
-_footer = open_footer
 
 
 # --- snapshots -----------------------------------------------------------------------------
@@ -86,7 +88,7 @@ def _validate_snapshot(store: Store, key: str, tick: Tick) -> list[str]:
         tick()
         part_key = f"{key}/{part}"
         try:
-            pf = _footer(store, part_key, None)
+            pf = open_footer(store, part_key, None)
         except NotFound:
             problems.append(f"{part_key} is missing (listed in manifest.json)")
             continue
@@ -154,7 +156,7 @@ def _validate_kartothek(store: Store, uuid: str, tick: Tick) -> list[str]:
         if info is not None and info.size != meta.size:
             problems.append(f"{pf.key}: {meta.size} bytes, the metadata records {info.size}")
         try:
-            footer = _footer(store, pf.key, meta.size)
+            footer = open_footer(store, pf.key, meta.size)
         except ParquetryError as exc:
             problems.append(str(exc))
             continue

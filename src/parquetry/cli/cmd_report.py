@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,8 +32,6 @@ def collect_report(
     store: Store, ref: DatasetRef, *, check: bool = True, tick: Callable[[], None] | None = None
 ) -> ReportData:
     """Everything the report shows, from the footers of every data file (read concurrently)."""
-    import pyarrow.parquet as pq
-
     from parquetry.cli.report import ColumnInfo, FileInfo, ReportData, VersionInfo
     from parquetry.cli.views import dataset_files, dataset_history, dataset_info
 
@@ -41,15 +39,25 @@ def collect_report(
     info = dataset_info(store, ref)
     files = dataset_files(store, ref)
 
-    def footer(key_size: tuple[str, int | None]) -> pq.FileMetaData:
-        from parquetry.cli.checks import open_footer
+    def footer(key_size: tuple[str, int | None]) -> tuple[Any, int, str | None]:
+        """(pyarrow metadata or None, rows, problem): unsafe footers never reach pyarrow."""
+        from parquetry.errors import NotFound, ParquetryError
+        from parquetry.parquet.footer_check import safe_metadata
 
         key, size = key_size
-        meta = open_footer(store, key, size).metadata
+        try:
+            _raw, meta = safe_metadata(store, key, size)
+        except NotFound:
+            raise
+        except ParquetryError as exc:
+            tick()
+            return None, _raw_rows(store, key, size), str(exc)
         tick()
-        return meta
+        return meta, meta.num_rows, None
 
-    footers = store.map_concurrent(footer, [(f.key, f.size) for f in files])
+    results = store.map_concurrent(footer, [(f.key, f.size) for f in files])
+    footers = [meta for meta, _rows, _problem in results if meta is not None]
+    unreadable = [problem for _meta, _rows, problem in results if problem is not None]
     columns: dict[str, list[int]] = {}
     for meta in footers:
         for rg in range(meta.num_row_groups):
@@ -65,6 +73,7 @@ def collect_report(
         from parquetry.cli.checks import validate_dataset
 
         problems = validate_dataset(store, ref)
+    problems += [p for p in unreadable if p not in problems]
     return ReportData(
         dataset=ref.name,
         store=store.url,
@@ -78,10 +87,10 @@ def collect_report(
             FileInfo(
                 key=f.key,
                 partition=f.partition,
-                rows=meta.num_rows,
-                size=f.size if f.size is not None else meta.serialized_size,
+                rows=rows,
+                size=f.size if f.size is not None else (meta.serialized_size if meta else 0),
             )
-            for f, meta in zip(files, footers, strict=True)
+            for f, (meta, rows, _problem) in zip(files, results, strict=True)
         ),
         columns=tuple(
             ColumnInfo(name=n, compressed=c, uncompressed=u) for n, (c, u) in columns.items()
@@ -101,6 +110,18 @@ def collect_report(
         else (),
         problems=tuple(problems),
     )
+
+
+def _raw_rows(store: Store, key: str, size: int | None) -> int:
+    """Rows a footer pyarrow must not touch states (0 when unreadable or encrypted)."""
+    from parquetry.errors import ParquetryError
+    from parquetry.parquet.footer import footer_from_store
+
+    try:
+        rows = (footer_from_store(store, key, size).metadata or {}).get(3, 0)
+    except ParquetryError:
+        return 0
+    return rows if isinstance(rows, int) and rows >= 0 else 0
 
 
 def report(

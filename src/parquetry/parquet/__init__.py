@@ -4,8 +4,10 @@ from parquetry.parquet.codec import ParquetCodec
 from parquetry.parquet.encryption import (
     DecryptionSettings,
     EncryptionSettings,
+    ExplicitKeys,
     InMemoryKms,
     KmsClient,
+    read_encrypted,
 )
 from parquetry.parquet.files import (
     read_table,
@@ -24,6 +26,7 @@ __all__ = [
     "ColumnStats",
     "DecryptionSettings",
     "EncryptionSettings",
+    "ExplicitKeys",
     "FileStats",
     "InMemoryKms",
     "KmsClient",
@@ -34,6 +37,7 @@ __all__ = [
     "ParquetStreamWriter",
     "ParquetType",
     "WriteOptions",
+    "read_encrypted",
     "read_table",
     "read_table_from_store",
     "write_table_bytes",

@@ -133,6 +133,9 @@ class ParquetCodec:
         names = list(self.schema.names)
         parquet_file, raw, name = open_parquet(source, columns=names, decryption=self.decryption)
         present = [c for c in names if c in parquet_file.schema_arrow.names]
+        # Schema problems first, before any data is read, exactly as iter_records does: a
+        # column that cannot be cast is a SchemaViolation whether or not pyarrow could read it.
+        self.compiled.conform(parquet_file.schema_arrow.empty_table().select(present), name)
         try:
             return parquet_file.read(columns=present), name
         except ParquetryError:
@@ -181,6 +184,7 @@ class ParquetCodec:
             yield from ({} for _ in range(parquet_file.metadata.num_rows))
             return
         batches = parquet_file.iter_batches(batch_size=batch_rows, columns=present)
+        first_row = 0
         while True:
             try:
                 batch = next(batches)
@@ -191,7 +195,8 @@ class ParquetCodec:
             except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
                 raise read_failure(raw, name, exc) from None
             with no_gc():
-                rows = self.compiled.records(pa.Table.from_batches([batch]), name)
+                rows = self.compiled.records(pa.Table.from_batches([batch]), name, first_row)
+            first_row += batch.num_rows
             yield from rows
 
     def stream_writer(

@@ -20,8 +20,16 @@ from typing import Any, Protocol, runtime_checkable
 import pyarrow.parquet.encryption as pe
 
 from parquetry.errors import EncryptionError, InvalidArgument
+from parquetry.parquet.decryption import ExplicitKeys, read_encrypted
 
-__all__ = ["DecryptionSettings", "EncryptionSettings", "InMemoryKms", "KmsClient"]
+__all__ = [
+    "DecryptionSettings",
+    "EncryptionSettings",
+    "ExplicitKeys",
+    "InMemoryKms",
+    "KmsClient",
+    "read_encrypted",
+]
 
 _ALGORITHMS = ("AES_GCM_V1", "AES_GCM_CTR_V1")
 
@@ -146,14 +154,57 @@ class EncryptionSettings:
 
 @dataclass(frozen=True, slots=True)
 class DecryptionSettings:
-    """How to read encrypted files: the KMS that unwraps their data keys."""
+    """How to read encrypted files: a KMS that unwraps their data keys, or explicit keys.
 
-    kms: KmsClient = field(repr=False)
+    Args:
+        kms: Unwraps data keys from the key material the writer stored (pyarrow,
+            parquet-java and Spark key tools).
+        keys: Explicit keys, for files written without a KMS (parquet-cpp/parquet-java
+            explicit key properties); see :class:`ExplicitKeys`.
+        aad_prefix: The AAD prefix the writer used, needed when the file does not store it.
+        key_material: For files with *external* key material: the parsed
+            ``_KEY_MATERIAL_FOR_<file>.json`` (:func:`read_encrypted` loads it itself).
+
+    Files read with ``keys``, ``aad_prefix`` or ``key_material`` are decrypted by parquetry
+    itself (:mod:`parquetry.parquet.decrypt`, needs ``cryptography``) and then read by
+    pyarrow; with ``kms`` alone pyarrow decrypts.
+    """
+
+    kms: KmsClient | None = field(default=None, repr=False)
+    keys: ExplicitKeys | None = field(default=None, repr=False, kw_only=True)
+    aad_prefix: bytes | None = field(default=None, repr=False, kw_only=True)
+    key_material: Mapping[str, str] | None = field(
+        default=None, repr=False, compare=False, kw_only=True
+    )
+
+    def __post_init__(self) -> None:
+        if (self.kms is None) == (self.keys is None):
+            raise InvalidArgument("decryption needs either a KMS client or explicit keys")
+
+    @property
+    def decrypts_itself(self) -> bool:
+        """Whether parquetry (not pyarrow) decrypts: explicit keys, AAD prefix, key material."""
+        return self.keys is not None or self.aad_prefix is not None or bool(self.key_material)
 
     def file_decryption_properties(self) -> Any:
+        if self.kms is None:
+            raise EncryptionError("explicit keys are not a pyarrow KMS configuration")
         return _crypto_factory(self.kms).file_decryption_properties(
             pe.KmsConnectionConfig(), pe.DecryptionConfiguration()
         )
+
+    def decrypt(self, data: bytes, name: str = "<bytes>") -> bytes:
+        """The plaintext Parquet file for the encrypted file ``data``."""
+        from parquetry.parquet.decrypt import KeyLookup, decrypt_parquet
+        from parquetry.parquet.decryption import kms_key_lookup
+
+        lookup: KeyLookup
+        if self.keys is not None:
+            lookup = self.keys
+        else:
+            assert self.kms is not None  # __post_init__
+            lookup = kms_key_lookup(self.kms, self.key_material)
+        return decrypt_parquet(data, lookup, aad_prefix=self.aad_prefix, name=name)
 
 
 class InMemoryKms:

@@ -90,6 +90,11 @@ def open_parquet(
     """
     file, raw, name = _as_file(source)
     check_readable(raw, name, columns, decryption)
+    if decryption is not None and decryption.decrypts_itself and raw.encrypted:
+        # Explicit keys, AAD prefixes, external key material: beyond pyarrow's Python API,
+        # so parquetry decrypts the whole file and pyarrow reads the plaintext.
+        plaintext = decryption.decrypt(_whole(file), name)
+        file, raw, decryption = pa.BufferReader(plaintext), footer_from_bytes(plaintext), None
     try:
         parquet_file = pq.ParquetFile(
             file,
@@ -105,6 +110,14 @@ def open_parquet(
     except _READ_ERRORS as exc:
         raise read_failure(raw, name, exc) from None
     return parquet_file, raw, name
+
+
+def _whole(file: Any) -> bytes:
+    if isinstance(file, pa.BufferReader):
+        return bytes(file.read_buffer())
+    file.seek(0)
+    data: bytes = file.read()
+    return data
 
 
 def read_failure(raw: RawFooter, name: str, exc: BaseException) -> InvalidFormat | EncryptionError:

@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from parquetry.errors import InvalidFormat
 from parquetry.parquet.thrift import ThriftError, read_struct
+from parquetry.parquet.thrift_schema import FILE_CRYPTO_META_DATA, FILE_META_DATA
 
 if TYPE_CHECKING:
     from parquetry.store.base import Store
@@ -146,7 +147,8 @@ def _parse(tail: bytes, file_size: int, name: str) -> RawFooter:
     footer = tail[-(length + _TRAILER) : -_TRAILER]
     encrypted_footer = magic == MAGIC_ENCRYPTED
     try:
-        decoded, _ = read_struct(footer)
+        spec = FILE_CRYPTO_META_DATA if encrypted_footer else FILE_META_DATA
+        decoded, _ = read_struct(footer, 0, spec)
     except ThriftError as exc:
         raise InvalidFormat(f"{name}: corrupted Parquet footer ({exc})", key=name) from None
     if not encrypted_footer and not {1, 2, 3, 4} <= decoded.keys():

@@ -88,6 +88,8 @@ _SIMPLE_LOGICAL = {
     18: "GEOGRAPHY",
 }
 _TIME_UNITS = {1: "MILLIS", 2: "MICROS", 3: "NANOS"}
+#: Scales beyond any real decimal (76 digits) are shown raw instead of padded with zeros.
+_MAX_SCALE = 76
 
 
 def _unit(unit: dict[int, Any]) -> str:
@@ -122,7 +124,8 @@ def decode_stat(raw: bytes | None, element: dict[int, Any]) -> str | None:
     converted = CONVERTED_TYPES.get(element.get(6, -1), "")
     try:
         return _decode(raw, physical, logical, converted, element)
-    except (struct.error, ValueError, OverflowError):
+    except (struct.error, ValueError, OverflowError, IndexError):
+        # Hostile or truncated statistics (an empty BOOLEAN min, a scale of 2**30): raw bytes.
         return "0x" + raw.hex()
 
 
@@ -132,6 +135,8 @@ def _decode(
     if logical.startswith("DECIMAL") or converted == "DECIMAL":
         unscaled = int.from_bytes(raw, "little" if physical in (1, 2) else "big", signed=True)
         scale = element.get(7) or 0
+        if not 0 <= scale <= _MAX_SCALE:
+            raise ValueError(f"decimal scale {scale}")
         return _scaled(unscaled, scale)
     if physical == 0:
         return str(bool(raw[0]))

@@ -23,7 +23,7 @@ from parquetry.parquet.footer_types import (
     decode_stat,
     logical_type_name,
 )
-from parquetry.parquet.inspect_lint import lint
+from parquetry.parquet.inspect_lint import count_findings, lint, type_findings
 
 if TYPE_CHECKING:
     from parquetry.store.base import Store
@@ -73,6 +73,9 @@ class ChunkReport:
     has_bloom_filter: bool
     dictionary_fallback: bool  # some data pages dictionary-encoded, some PLAIN
     encrypted: bool
+    # False when min/max of a binary DECIMAL come from the deprecated Statistics fields or a
+    # file without column orders: old writers compared those bytes as signed (PARQUET-686).
+    min_max_trusted: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,11 +172,15 @@ def build_report(raw: RawFooter, key: str) -> FileReport:
         )
     meta = raw.metadata
     elements = meta.get(2, [])
+    findings: list[str] = []
     schema, leaves = _schema(elements, key)
+    findings += type_findings(schema, leaves)
+    ordered = bool(meta.get(7))
     row_groups = tuple(
-        _row_group(i, rg, schema, leaves, raw.file_size, key)
+        _row_group(i, rg, schema, leaves, raw.file_size, key, ordered)
         for i, rg in enumerate(meta.get(4, []))
     )
+    findings += count_findings(meta.get(3), row_groups, len(schema))
     encryption = None
     if raw.encrypted:
         encryption = EncryptionReport(
@@ -198,7 +205,7 @@ def build_report(raw: RawFooter, key: str) -> FileReport:
         row_groups=row_groups,
         columns=columns,
         encryption=encryption,
-        warnings=lint(schema, row_groups),
+        warnings=(*findings, *lint(schema, row_groups)),
     )
 
 
@@ -255,6 +262,7 @@ def _row_group(
     leaves: list[dict[int, Any]],
     file_size: int,
     key: str,
+    ordered: bool,
 ) -> RowGroupReport:
     chunks = []
     for position, chunk in enumerate(group.get(1, [])):
@@ -262,11 +270,12 @@ def _row_group(
             raise InvalidFormat(
                 f"{key}: row group {index} has more columns than the schema", key=key
             )
-        chunks.append(_chunk(chunk, schema[position].path, leaves[position], file_size, key))
+        path, leaf = schema[position].path, leaves[position]
+        chunks.append(_chunk(chunk, path, leaf, file_size, key, ordered))
     sorting = tuple(
         f"{schema[s.get(1, 0)].path} {'desc' if s.get(2) else 'asc'}"
         for s in group.get(4, [])
-        if s.get(1, 0) < len(schema)
+        if 0 <= s.get(1, 0) < len(schema)
     )
     compressed = group.get(6) or sum(c.compressed_size or 0 for c in chunks)
     return RowGroupReport(
@@ -280,7 +289,12 @@ def _row_group(
 
 
 def _chunk(
-    chunk: dict[int, Any], path: str, element: dict[int, Any], file_size: int, key: str
+    chunk: dict[int, Any],
+    path: str,
+    element: dict[int, Any],
+    file_size: int,
+    key: str,
+    ordered: bool,
 ) -> ChunkReport:
     encrypted = 8 in chunk or 9 in chunk
     meta = chunk.get(3) or {}
@@ -309,7 +323,17 @@ def _chunk(
         has_bloom_filter=meta.get(14) is not None,
         dictionary_fallback=_fell_back(meta.get(13) or []),
         encrypted=encrypted,
+        min_max_trusted=_trusted(stats, element, ordered),
     )
+
+
+def _trusted(stats: dict[int, Any], element: dict[int, Any], ordered: bool) -> bool:
+    """Whether min/max can be believed (see ChunkReport.min_max_trusted)."""
+    decimal = 5 in (element.get(10) or {}) or element.get(6) == 5
+    if not decimal or element.get(1) not in (6, 7):  # BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
+        return True
+    deprecated = (1 in stats or 2 in stats) and not (5 in stats or 6 in stats)
+    return not deprecated and (ordered or not (5 in stats or 6 in stats))
 
 
 def _fell_back(encoding_stats: list[dict[int, Any]]) -> bool:

@@ -7,12 +7,12 @@ reject BYTE_STREAM_SPLIT and DELTA_* encodings; INT96 is deprecated.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from parquetry.parquet.inspect import RowGroupReport, SchemaColumn
 
-__all__ = ["lint"]
+__all__ = ["count_findings", "lint", "type_findings"]
 
 #: Row groups smaller than this (in a multi-group file) cost footer bytes and requests.
 SMALL_ROW_GROUP = 10_000
@@ -68,3 +68,55 @@ def lint(schema: tuple[SchemaColumn, ...], groups: tuple[RowGroupReport, ...]) -
             "requests per row read"
         )
     return tuple(out)
+
+
+def type_findings(schema: tuple[SchemaColumn, ...], leaves: list[dict[int, Any]]) -> list[str]:
+    """Type ids the Parquet format does not define (shown as ``?``)."""
+    out = []
+    for column, leaf in zip(schema, leaves, strict=True):
+        if column.physical_type == "?":
+            out.append(f"{column.path}: unknown physical type id {leaf.get(1)} (shown as ?)")
+        if column.repetition == "?":
+            out.append(f"{column.path}: unknown repetition id {leaf.get(3)} (shown as ?)")
+    return out
+
+
+def count_findings(rows: int | None, groups: tuple[RowGroupReport, ...], columns: int) -> list[str]:
+    """Counts that contradict each other or cannot be: the footer is corrupted or lies."""
+    out = []
+    if rows is None:
+        out.append("the footer does not state the number of rows")
+    elif rows < 0:
+        out.append(f"the footer states a negative number of rows ({rows})")
+    total = sum(g.rows for g in groups)
+    if rows is not None and total != rows:
+        out.append(f"the row groups hold {total} rows, the footer states {rows}")
+    for group in groups:
+        if group.rows < 0:
+            out.append(f"row group {group.index} states a negative number of rows ({group.rows})")
+        if len(group.chunks) != columns:
+            out.append(
+                f"row group {group.index} has {len(group.chunks)} column chunks for "
+                f"{columns} columns"
+            )
+        for chunk in group.chunks:
+            for what, value in (
+                ("values", chunk.num_values),
+                ("compressed bytes", chunk.compressed_size),
+                ("uncompressed bytes", chunk.uncompressed_size),
+                ("nulls", chunk.null_count),
+            ):
+                if value is not None and value < 0:
+                    out.append(
+                        f"{chunk.path}: row group {group.index} states negative {what} ({value})"
+                    )
+            if chunk.codec == "?":
+                out.append(
+                    f"{chunk.path}: row group {group.index} has an unknown codec (shown as ?)"
+                )
+            if not chunk.min_max_trusted:
+                out.append(
+                    f"{chunk.path}: DECIMAL min/max from an old writer (deprecated statistics "
+                    "or no column order) are untrustworthy"
+                )
+    return list(dict.fromkeys(out))  # one line per distinct finding

@@ -121,8 +121,8 @@ def render_report(report: FileReport) -> list[Any]:
                 _size(chunk.compressed_size),
                 _size(chunk.uncompressed_size),
                 "-" if chunk.null_count is None else str(chunk.null_count),
-                _clip(chunk.min),
-                _clip(chunk.max),
+                _clip(chunk.min) + ("" if chunk.min_max_trusted else " (untrusted)"),
+                _clip(chunk.max) + ("" if chunk.min_max_trusted else " (untrusted)"),
                 _flags(chunk),
             )
         out.append(table)

@@ -18,13 +18,25 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["column_values", "row_builder"]
+__all__ = ["ValueOutOfRange", "column_values", "row_builder"]
 
 _UTC = dt.UTC
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _US_PER_HOUR = 3_600_000_000
 _US_PER_MINUTE = 60_000_000
 _US_PER_SECOND = 1_000_000
+#: Microseconds from the epoch to the first and last instants a ``datetime`` can hold.
+_MIN_MICROS = (dt.datetime(1, 1, 1, tzinfo=_UTC) - _EPOCH) // dt.timedelta(microseconds=1)
+_MAX_MICROS = (dt.datetime.max.replace(tzinfo=_UTC) - _EPOCH) // dt.timedelta(microseconds=1)
+
+
+class ValueOutOfRange(ValueError):
+    """A value Python cannot represent (a timestamp outside years 1-9999), at ``position``."""
+
+    def __init__(self, position: int, detail: str):
+        super().__init__(detail)
+        self.position = position
+        self.detail = detail
 
 
 def _utc_datetimes(array: pa.Array) -> list[Any]:
@@ -34,51 +46,46 @@ def _utc_datetimes(array: pa.Array) -> list[Any]:
         # numpy builds timedeltas in C; epoch + timedelta is one C call per value.
         deltas = micros.astype("timedelta64[us]").tolist()
         values: list[Any] = list(map(operator.add, itertools.repeat(_EPOCH), deltas))
-    except OverflowError:  # beyond years 1..9999: the pickle-state path, as before
-        values = _state_datetimes(micros)
+    except (OverflowError, TypeError):  # TypeError: -2**63 is numpy's NaT, i.e. None
+        # Beyond years 1..9999 (Spark writes INT96 up to year 290000): no datetime can hold
+        # it, and building one from pickle state gives an invalid object. Name the value.
+        outside = (micros < _MIN_MICROS) | (micros > _MAX_MICROS)
+        bad = int(np.flatnonzero(outside)[0])
+        raise ValueOutOfRange(
+            bad,
+            f"timestamp {int(micros[bad])} µs after 1970-01-01 is outside the years "
+            "1-9999 Python's datetime can hold",
+        ) from None
     if array.null_count:
         for position in np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False)):
             values[position] = None
     return values
 
 
-def _state_datetimes(micros: np.ndarray[Any, Any]) -> list[Any]:
-    stamps = micros.astype("datetime64[us]")
-    days = stamps.astype("datetime64[D]")
-    months = days.astype("datetime64[M]")
-    years = days.astype("datetime64[Y]")
-    year = years.astype(np.int64) + 1970
-    month = (months - years).astype(np.int64) + 1
-    day = (days - months).astype(np.int64) + 1
-    rest = (stamps - days).astype(np.int64)
-    hour, rest = np.divmod(rest, _US_PER_HOUR)
-    minute, rest = np.divmod(rest, _US_PER_MINUTE)
-    second, micro = np.divmod(rest, _US_PER_SECOND)
-    # datetime's pickle state: year (2 bytes), month, day, hour, minute, second, µs (3 bytes).
-    state = np.empty((len(micros), 10), dtype=np.uint8)
-    state[:, 0] = year >> 8
-    state[:, 1] = year & 0xFF
-    state[:, 2] = month
-    state[:, 3] = day
-    state[:, 4] = hour
-    state[:, 5] = minute
-    state[:, 6] = second
-    state[:, 7] = micro >> 16
-    state[:, 8] = (micro >> 8) & 0xFF
-    state[:, 9] = micro & 0xFF
-    states = state.view("V10").ravel().tolist()
-    make: Any = dt.datetime  # the (state bytes, tzinfo) form is the unpickling constructor
-    values: list[Any] = list(map(make, states, itertools.repeat(_UTC, len(states))))
-    return values
+def _first_unconvertible(array: pa.Array) -> int:
+    for position in range(len(array)):
+        try:
+            array[position].as_py()
+        except (ValueError, OverflowError):
+            return position
+    return 0
 
 
 def column_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
-    """Python values of one column; UTC timestamps take the fast path above."""
+    """Python values of one column; UTC timestamps take the fast path above.
+
+    Raises:
+        ValueOutOfRange: a value has no Python equivalent (e.g. a timestamp in year 290000).
+    """
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     ctype = array.type
     if pa.types.is_timestamp(ctype) and ctype.unit == "us" and ctype.tz in ("UTC", "+00:00"):
         return _utc_datetimes(array)
-    values: list[Any] = array.to_pylist()
+    try:
+        values: list[Any] = array.to_pylist()
+    except (ValueError, OverflowError) as exc:
+        position = _first_unconvertible(array)
+        raise ValueOutOfRange(position, str(exc).splitlines()[0][:200]) from None
     return values
 
 

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from parquetry.errors import SchemaViolation
 from parquetry.parquet.convert import FieldConverter, compile_converters
-from parquetry.parquet.pyvalues import column_values, row_builder
+from parquetry.parquet.pyvalues import ValueOutOfRange, column_values, row_builder
 from parquetry.parquet.schema import ParquetSchema
 
 __all__ = ["SLICE_ROWS", "CompiledSchema", "no_gc", "record_sequence"]
@@ -102,14 +102,27 @@ class CompiledSchema:
             columns.append(_cast(table.column(fld.name), target.type, fld.name, name))
         return columns
 
-    def records(self, table: pa.Table, name: str) -> list[dict[str, Any]]:
+    def records(self, table: pa.Table, name: str, first_row: int = 0) -> list[dict[str, Any]]:
+        """Row dicts of ``table``; ``first_row`` numbers its first row in errors."""
         columns = self.conform(table, name)
         if not self.schema.fields:
             return [{} for _ in range(table.num_rows)]
         rows: list[dict[str, Any]] = []
         for start in range(0, table.num_rows, SLICE_ROWS):
             part = [column.slice(start, SLICE_ROWS) for column in columns]
-            rows += self.build_rows([column_values(c) for c in part])
+            values = []
+            for fld, column in zip(self.schema.fields, part, strict=True):
+                try:
+                    values.append(column_values(column))
+                except ValueOutOfRange as exc:
+                    row = first_row + start + exc.position
+                    raise SchemaViolation(
+                        f"{name}: column {fld.name!r}, row {row}: {exc.detail}",
+                        field=fld.name,
+                        index=row,
+                        key=name,
+                    ) from None
+            rows += self.build_rows(values)
         return rows
 
 
