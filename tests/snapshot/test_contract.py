@@ -145,6 +145,9 @@ def test_overwrite_removes_stale_files(memory_store: Store) -> None:
     memory_store.put("ds/s/part-00042.parquet", b"left by a crashed writer")
     memory_store.put("ds/s/_staging/old-write/00000.parquet", b"crashed staging")
     ParquetDatasetStore(memory_store).write_dataset(table, "ds/s", overwrite=True)
+    # Another write's staging is left alone while it may still be alive (staging_grace).
+    assert keys_under(memory_store, "ds/s/_staging") == ["ds/s/_staging/old-write/00000.parquet"]
+    ParquetDatasetStore(memory_store, staging_grace=0).write_dataset(table, "ds/s", overwrite=True)
     assert keys_under(memory_store, "ds/s") == [
         "ds/s/_SUCCESS",
         "ds/s/data.parquet",

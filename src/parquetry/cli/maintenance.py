@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from parquetry.errors import InvalidArgument, ParquetryError
+from parquetry.errors import InvalidArgument
 from parquetry.store import ObjectMeta, PutMode
 from parquetry.store.wrappers import WrapperStore
 
@@ -86,7 +86,6 @@ def collect_garbage(
     *,
     retention: dt.timedelta,
     dry_run: bool,
-    now: dt.datetime | None = None,
 ) -> GCResult:
     """Delete what no retained version needs (see ``Dataset.garbage_collect``)."""
     if retention < dt.timedelta(0):
@@ -98,7 +97,7 @@ def collect_garbage(
         {m.key: m.size for m in store.list_dir("").objects if m.key.startswith(f"{ref.name}.")}
     )
     if ref.kind == "snapshot":
-        deleted_keys = _snapshot_gc(target, ref.name, retention, now or dt.datetime.now(dt.UTC))
+        deleted_keys = _snapshot_gc(target, ref.name, retention)
         expired: tuple[int, ...] = ()
         retained: tuple[int, ...] = ()
     else:
@@ -117,24 +116,12 @@ def collect_garbage(
     )
 
 
-def _snapshot_gc(store: Store, key: str, retention: dt.timedelta, now: dt.datetime) -> list[str]:
-    """Staged parts and stray files older than ``retention``; never during a switch."""
+def _snapshot_gc(store: Store, key: str, retention: dt.timedelta) -> list[str]:
+    """The snapshot's own stray files and idle staged writes, under its switch lock: never
+    during a switch, never anything of a dataset stored below ``key/``."""
     from parquetry.snapshot import ParquetDatasetStore
 
-    if store.exists(f"{key}/_parquetry_switch.json"):
-        raise ParquetryError(
-            f"{key}: an overwrite was interrupted; run 'parquetry repair' before gc", key=key
-        )
-    manifest = ParquetDatasetStore(store).read_manifest(key)
-    keep = {f"{key}/{p}" for p in manifest.parts} | {f"{key}/manifest.json", f"{key}/_SUCCESS"}
-    cutoff = now - retention
-    doomed = [
-        m.key
-        for m in store.list(key)
-        if m.key not in keep and (m.modified is None or m.modified <= cutoff)
-    ]
-    store.delete_many(doomed, missing_ok=True)
-    return doomed
+    return ParquetDatasetStore(store).collect_garbage(key, retention=retention.total_seconds())
 
 
 def repair_dataset(store: Store, ref: DatasetRef) -> str:
@@ -144,7 +131,7 @@ def repair_dataset(store: Store, ref: DatasetRef) -> str:
 
         if ParquetDatasetStore(store).repair(ref.name):
             return f"{ref.name}: completed an interrupted overwrite"
-        return f"{ref.name}: nothing to repair (staged leftovers removed)"
+        return f"{ref.name}: nothing to repair (abandoned staged writes removed)"
     return _repair_kartothek(store, ref.name)
 
 

@@ -10,7 +10,10 @@ A committed dataset is exactly remote-store 0.33.0's layout::
 parquetry adds two things remote-store ignores (it reads only the parts its manifest lists):
 
     {key}/_staging/{write_id}/{name}   parts of a write not yet committed
-    {key}/_parquetry_switch.json       the journal of a switch in progress
+    {key}/_parquetry_switch.json       the journal (and lock) of a switch in progress
+
+A snapshot owns exactly these objects; a dataset stored below ``{key}/`` is another
+dataset. The reserved names above may not appear in any segment of a dataset key.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ __all__ = [
     "DATA_FILE",
     "JOURNAL",
     "MANIFEST",
+    "RESERVED",
     "STAGING",
     "SUCCESS",
     "check_dataset_key",
@@ -43,6 +47,8 @@ MANIFEST = "manifest.json"
 SUCCESS = "_SUCCESS"
 STAGING = "_staging"
 JOURNAL = "_parquetry_switch.json"
+#: Names a snapshot uses for its own objects: never a segment of a dataset key.
+RESERVED = frozenset({STAGING, SUCCESS, MANIFEST, JOURNAL})
 
 # Write ids and staged part names become one key segment each.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,199}")
@@ -55,9 +61,15 @@ def check_dataset_key(key: object) -> str:
     if key == "":
         raise InvalidKey("dataset key is empty; a dataset needs its own directory", key=key)
     validate_key(key)
-    last = key.rsplit("/", 1)[-1]
-    if last in (STAGING, SUCCESS, MANIFEST, JOURNAL):
-        raise InvalidKey(f"dataset key {key!r} ends in the reserved name {last!r}", key=key)
+    # In any segment, not only the last: writing snapshot "a" deletes what lies in
+    # "a/_staging/", so a dataset at "a/_staging/keep" would be lost.
+    for segment in key.split("/"):
+        if segment in RESERVED:
+            raise InvalidKey(
+                f"dataset key {key!r} contains the reserved name {segment!r} (snapshot "
+                f"datasets keep their own objects under it); choose another name",
+                key=key,
+            )
     return key
 
 

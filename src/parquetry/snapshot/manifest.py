@@ -118,7 +118,8 @@ class DatasetManifest:
         """
         try:
             data = json.loads(text)
-        except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError
+        # JSONDecodeError and UnicodeDecodeError; RecursionError for deeply nested arrays.
+        except (ValueError, TypeError, RecursionError) as exc:
             raise ManifestCorrupted(
                 "Failed to parse manifest JSON", reason=f"Invalid JSON: {exc}"
             ) from None
@@ -178,7 +179,7 @@ class StagedPart:
     def from_json(cls, text: str | bytes) -> StagedPart:
         try:
             data: Any = json.loads(text)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             raise ManifestCorrupted(f"staged part receipt is not JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ManifestCorrupted("staged part receipt must be a JSON object")

@@ -12,6 +12,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
 import pyarrow as pa
 
+from parquetry.errors import NotFound
 from parquetry.parquet.options import WriteOptions
 from parquetry.snapshot.encode import encode_batches, encode_table
 from parquetry.snapshot.inputs import ArrowInput, split_stream, split_table
@@ -20,6 +21,8 @@ from parquetry.snapshot.manifest import StagedPart, schema_hash
 from parquetry.store.base import Store
 
 __all__ = ["PartStager", "staged_name"]
+
+_PUT_ATTEMPTS = 3
 
 
 def staged_name(index: int) -> str:
@@ -88,7 +91,17 @@ class PartStager:
         self, name: str, target: str, data: pa.Buffer, rows: int, schema: pa.Schema
     ) -> StagedPart:
         # Unsigned bytes view: zero-copy for every backend (obstore rejects format "b").
-        self.store.put(target, memoryview(data).cast("B"))
+        view = memoryview(data).cast("B")
+        for attempt in range(_PUT_ATTEMPTS):
+            try:
+                self.store.put(target, view)
+                break
+            except NotFound:
+                # LocalStore: another write's cleanup can prune the empty staging directory
+                # between this put creating it and writing into it; the put is then safe
+                # to repeat.
+                if attempt == _PUT_ATTEMPTS - 1:
+                    raise
         return StagedPart(name=name, rows=rows, size=data.size, schema_hash=schema_hash(schema))
 
 

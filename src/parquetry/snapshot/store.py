@@ -20,27 +20,24 @@ from parquetry.errors import (
     ParquetryError,
 )
 from parquetry.parquet.options import WriteOptions
-from parquetry.snapshot import layout
+from parquetry.snapshot import layout, maintain
 from parquetry.snapshot.direct import can_stage, settle_direct, write_direct
 from parquetry.snapshot.inputs import as_arrow_input
+from parquetry.snapshot.journal import PartMove, SwitchJournal
+from parquetry.snapshot.lock import acquire, inspect, release_if_mine, takeover
 from parquetry.snapshot.manifest import DatasetManifest, StagedPart
 from parquetry.snapshot.reader import parse_manifest, read_snapshot
 from parquetry.snapshot.stage import PartStager
-from parquetry.snapshot.switch import (
-    PartMove,
-    SwitchJournal,
-    clean_staging,
-    read_journal,
-    roll_forward,
-)
+from parquetry.snapshot.switch import complete
 from parquetry.snapshot.validate import (
     check_columns,
     check_compression,
     check_metadata,
     check_positive,
     check_run_id,
+    check_seconds,
 )
-from parquetry.store.base import Capability, PutMode, Store
+from parquetry.store.base import Capability, Store
 
 __all__ = ["ParquetDatasetStore"]
 
@@ -64,6 +61,11 @@ class ParquetDatasetStore:
         max_rows_per_file: Split datasets into parts of at most this many rows
             (``None``: one part).
         max_workers: Threads encoding, uploading and reading parts concurrently.
+        switch_lease: Seconds a write may hold the switch lock without renewing it; a
+            switch older than that is presumed dead and completed by the next write or
+            :meth:`repair` (a writer that fails releases its switch at once).
+        staging_grace: Seconds a staged write may sit idle before cleanup presumes it
+            abandoned and deletes its parts (commits, :meth:`repair`).
 
     Raises:
         InvalidArgument: a bad option (checked here; the constructor does no I/O).
@@ -77,6 +79,8 @@ class ParquetDatasetStore:
         row_group_size: int | None = None,
         max_rows_per_file: int | None = None,
         max_workers: int = 8,
+        switch_lease: float = 60.0,
+        staging_grace: float = 3600.0,
     ) -> None:
         if not isinstance(store, Store):
             raise InvalidArgument(f"store must be a parquetry Store, got {type(store).__name__}")
@@ -86,6 +90,11 @@ class ParquetDatasetStore:
         self._max_rows_per_file = check_positive("max_rows_per_file", max_rows_per_file)
         self._max_workers = check_positive("max_workers", max_workers) or 1
         self._options = WriteOptions(compression=compression.lower(), row_group_size=row_group_size)
+        self._timing = maintain.Timing(
+            lease=check_seconds("switch_lease", switch_lease),
+            grace=check_seconds("staging_grace", staging_grace),
+            max_workers=self._max_workers,
+        )
 
     @property
     def store(self) -> Store:
@@ -158,21 +167,18 @@ class ParquetDatasetStore:
                 metadata=metadata,
             )
         self._settle(key)
-        if not overwrite and self.dataset_exists(key):
-            raise AlreadyExists(
-                f"Dataset already exists at {key!r}", key=key, store=self._store.url
-            )
+        self._refuse_existing(key, overwrite)
         write_id = self.new_write_id()
         stager = PartStager(
             self._store, key, write_id, self._options, max_workers=self._max_workers
         )
         try:
             staged = stager.stage_input(source, self._max_rows_per_file)
-            journal = self._prepare(key, write_id, staged, overwrite, run_id, metadata)
+            journal = self._journal(key, write_id, staged, overwrite, run_id, metadata)
         except BaseException:
             self._abort_quietly(key, write_id)
             raise
-        return self._switch(key, journal)
+        return self._switch(key, journal, own_staging=True)
 
     def read_dataset(self, key: str, *, columns: Sequence[str] | None = None) -> pa.Table:
         """The dataset's rows (only ``columns``, in that order, if given).
@@ -211,32 +217,32 @@ class ParquetDatasetStore:
         return self._store.exists(layout.success_key(key))
 
     def delete_dataset(self, key: str) -> None:
-        """Delete everything under ``{key}/`` (``_SUCCESS`` first, so readers stop at once).
+        """Delete the dataset's own objects (``_SUCCESS`` first, so readers stop at once):
+        the files directly under ``{key}/`` and its staged writes, never datasets stored
+        below ``{key}/``.
 
         Raises:
-            NotFound: nothing is stored under ``key``.
+            NotFound: nothing of the dataset is stored under ``key``.
+            CommitConflict: a write is switching the dataset right now.
         """
         layout.check_dataset_key(key)
         self._store.require(Capability.DELETE, Capability.LIST)
-        keys = [meta.key for meta in self._store.list(key)]
-        if not keys:
-            raise NotFound(
-                f"no dataset at {key!r} in {self._store.url}", key=key, store=self._store.url
-            )
-        first = [k for k in (layout.success_key(key), layout.journal_key(key)) if k in keys]
-        for k in first:
-            self._store.delete(k, missing_ok=True)
-        self._store.delete_many([k for k in keys if k not in first], missing_ok=True)
+        maintain.delete_snapshot(self._store, key, self._timing, self.new_write_id())
 
     def repair(self, key: str) -> bool:
-        """Complete an interrupted switch of ``key`` and drop staged leftovers.
+        """Complete an interrupted switch of ``key`` and drop abandoned staged writes.
 
-        Any write still staging parts for ``key`` loses them (its commit then fails). On a
-        store that cannot delete or list, completes a direct write that stopped between
-        its manifest and ``_SUCCESS`` (see :mod:`parquetry.snapshot.direct`).
+        A switch whose writer failed (and released it) or that is older than
+        ``switch_lease`` is completed, or discarded if its staged parts are gone; a live
+        one is left to its writer. Staged writes idle for ``staging_grace`` are deleted.
+        On a store that cannot delete or list, completes a direct write that stopped
+        between its manifest and ``_SUCCESS`` (see :mod:`parquetry.snapshot.direct`).
 
         Returns:
             True if an interrupted switch (or direct write) was found and completed.
+
+        Raises:
+            ManifestCorrupted: the switch journal is corrupt and younger than the lease.
         """
         layout.check_dataset_key(key)
         if not can_stage(self._store):
@@ -244,9 +250,23 @@ class ParquetDatasetStore:
             return settle_direct(self._store, key)
         self._store.require(Capability.ATOMIC_WRITE, *_WRITE_CAPS)
         completed = self._settle(key)
-        if not completed:
-            clean_staging(self._store, key)
+        maintain.clean_abandoned(self._store, key, self._timing, self.new_write_id())
         return completed
+
+    def collect_garbage(self, key: str, *, retention: float) -> list[str]:
+        """Delete files directly under ``{key}/`` that the manifest does not list and staged
+        writes idle for ``retention`` seconds; returns the deleted keys.
+
+        Raises:
+            NotFound: no manifest. CommitConflict: a write is switching the dataset, or
+                one was interrupted (run :meth:`repair` first).
+        """
+        layout.check_dataset_key(key)
+        self._store.require(Capability.DELETE, Capability.LIST)
+        seconds = check_seconds("retention", retention)
+        return maintain.collect_garbage(
+            self._store, key, seconds, self._timing, self.new_write_id()
+        )
 
     # --- the executor contract -------------------------------------------------------------
 
@@ -291,12 +311,14 @@ class ParquetDatasetStore:
         parts = list(staged_parts)
         if not parts or not all(isinstance(p, StagedPart) for p in parts):
             raise InvalidArgument("commit_write needs a non-empty list of StagedPart", key=key)
-        pending = read_journal(self._store, key)
-        if pending is not None and pending.write_id == write_id:
-            roll_forward(self._store, key, pending, max_workers=self._max_workers)
-            return pending.manifest
-        journal = self._prepare(key, write_id, parts, overwrite, run_id, metadata)
-        return self._switch(key, journal)
+        retried = self._resume(key, write_id)
+        if retried is not None:
+            return retried
+        self._settle(key)
+        self._refuse_existing(key, overwrite)
+        self._check_staged(key, write_id, parts)
+        journal = self._journal(key, write_id, parts, overwrite, run_id, metadata)
+        return self._switch(key, journal, own_staging=False)
 
     def abort_write(self, key: str, write_id: str) -> None:
         """Delete the staged parts of write ``write_id``.
@@ -306,11 +328,10 @@ class ParquetDatasetStore:
         layout.check_dataset_key(key)
         layout.check_name("write_id", write_id)
         self._store.require(Capability.DELETE, Capability.LIST)
-        pending = read_journal(self._store, key)
-        if pending is not None and pending.write_id == write_id:
-            roll_forward(self._store, key, pending, max_workers=self._max_workers)
+        if self._resume(key, write_id) is not None:
             return
-        clean_staging(self._store, key, write_id)
+        prefix = layout.write_staging_prefix(key, write_id)
+        self._store.delete_many([m.key for m in self._store.list(prefix)], missing_ok=True)
 
     # --- internals -------------------------------------------------------------------------
 
@@ -339,14 +360,34 @@ class ParquetDatasetStore:
                 )
 
     def _settle(self, key: str) -> bool:
-        """Roll forward a switch a crashed writer left behind; True if there was one."""
-        pending = read_journal(self._store, key)
-        if pending is None:
-            return False
-        roll_forward(self._store, key, pending, max_workers=self._max_workers)
-        return True
+        """Complete a switch whose writer failed or died; True if one was completed."""
+        return maintain.settle(self._store, key, self._timing, self.new_write_id())
 
-    def _prepare(
+    def _refuse_existing(self, key: str, overwrite: bool) -> None:
+        # A fast check before staging; the switch checks again under the lock.
+        if not overwrite and self.dataset_exists(key):
+            raise AlreadyExists(
+                f"Dataset already exists at {key!r}", key=key, store=self._store.url
+            )
+
+    def _resume(self, key: str, write_id: str) -> DatasetManifest | None:
+        """Complete write ``write_id``'s own switch if it was interrupted (a retry)."""
+        pending = inspect(self._store, key)
+        if pending is None or pending.journal is None or pending.journal.write_id != write_id:
+            return None
+        held = takeover(self._store, key, pending, self.new_write_id(), self._timing.lease)
+        if held is None:
+            raise CommitConflict(
+                f"write {write_id!r} to dataset {key!r} is being switched right now", key=key
+            )
+        outcome = complete(held, max_workers=self._max_workers, grace=self._timing.grace)
+        if outcome != "committed":
+            raise CommitConflict(
+                f"write {write_id!r} to dataset {key!r} was discarded ({outcome})", key=key
+            )
+        return held.journal.manifest
+
+    def _journal(
         self,
         key: str,
         write_id: str,
@@ -355,16 +396,10 @@ class ParquetDatasetStore:
         run_id: str | None,
         metadata: dict[str, str] | None,
     ) -> SwitchJournal:
-        """Everything before the decision: settle older switches, check, build the journal."""
-        self._settle(key)
-        if not overwrite and self.dataset_exists(key):
-            raise AlreadyExists(
-                f"Dataset already exists at {key!r}", key=key, store=self._store.url
-            )
+        """The decision a switch carries out: parts, final names and the new manifest."""
         hashes = {p.schema_hash for p in parts}
         if len(hashes) != 1:
             raise InvalidArgument(f"staged parts of {key!r} have different schemas", key=key)
-        self._check_staged(key, write_id, parts)
         names = layout.part_names(len(parts))
         manifest = DatasetManifest.for_parts(
             key, names, parts, compression=self._compression, run_id=run_id, metadata=metadata
@@ -372,7 +407,9 @@ class ParquetDatasetStore:
         moves = tuple(
             PartMove(staged=p.name, final=n, size=p.size) for p, n in zip(parts, names, strict=True)
         )
-        return SwitchJournal(write_id=write_id, manifest_json=manifest.to_json(), moves=moves)
+        return SwitchJournal(
+            write_id=write_id, manifest_json=manifest.to_json(), moves=moves, overwrite=overwrite
+        )
 
     def _check_staged(self, key: str, write_id: str, parts: list[StagedPart]) -> None:
         def size(part: StagedPart) -> int | None:
@@ -390,22 +427,40 @@ class ParquetDatasetStore:
                 key=key,
             )
 
-    def _switch(self, key: str, journal: SwitchJournal) -> DatasetManifest:
-        mode = (
-            PutMode.CREATE
-            if self._store.supports(Capability.CONDITIONAL_CREATE)
-            else PutMode.OVERWRITE
-        )
+    def _switch(self, key: str, journal: SwitchJournal, *, own_staging: bool) -> DatasetManifest:
+        """Take the switch lock and carry ``journal`` out (see :mod:`.switch`)."""
+        store, lease = self._store, self._timing.lease
         try:
-            self._store.put(layout.journal_key(key), journal.to_json().encode("utf-8"), mode=mode)
-        except AlreadyExists:
+            held = acquire(store, key, journal, lease)
+            if held is None and self._settle(key):  # an abandoned switch was in the way
+                held = acquire(store, key, journal, lease)
+        except BaseException:
+            # Did the journal get written (a lost acknowledgement)? Then it is released
+            # and its staging belongs to whoever completes it.
+            if own_staging and release_if_mine(store, key, journal.holder) is False:
+                self._abort_quietly(key, journal.write_id)
+            raise
+        if held is None:
+            if own_staging:
+                self._abort_quietly(key, journal.write_id)
             raise CommitConflict(
                 f"another write to dataset {key!r} is switching right now", key=key
-            ) from None
-        roll_forward(self._store, key, journal, max_workers=self._max_workers)
+            )
+        outcome = complete(held, max_workers=self._max_workers, grace=self._timing.grace)
+        if outcome == "exists":
+            raise AlreadyExists(
+                f"Dataset already exists at {key!r}", key=key, store=self._store.url
+            )
+        if outcome != "committed":
+            raise CommitConflict(
+                f"staged parts of write {journal.write_id!r} to {key!r} were removed (by "
+                f"repair or garbage collection) before its switch; the dataset is unchanged",
+                key=key,
+            )
         return journal.manifest
 
     def _abort_quietly(self, key: str, write_id: str) -> None:
-        # Leftovers are removed by the next commit or repair() anyway.
+        # What stays behind (a failing store) is abandoned staging: cleaned after the grace.
+        prefix = layout.write_staging_prefix(key, write_id)
         with contextlib.suppress(ParquetryError):
-            clean_staging(self._store, key, write_id)
+            self._store.delete_many([m.key for m in self._store.list(prefix)], missing_ok=True)

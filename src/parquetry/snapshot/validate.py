@@ -8,7 +8,14 @@ import pyarrow as pa
 
 from parquetry.errors import InvalidArgument
 
-__all__ = ["check_columns", "check_compression", "check_metadata", "check_positive", "check_run_id"]
+__all__ = [
+    "check_columns",
+    "check_compression",
+    "check_metadata",
+    "check_positive",
+    "check_run_id",
+    "check_seconds",
+]
 
 _CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "zstd")
 
@@ -29,6 +36,16 @@ def check_positive(name: str, value: object) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise InvalidArgument(f"{name} must be a positive int or None, got {value!r}")
     return value
+
+
+def check_seconds(name: str, value: object) -> float:
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not 0 <= value < float("inf")
+    ):
+        raise InvalidArgument(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
 
 
 def check_run_id(run_id: object) -> None:

@@ -1,4 +1,9 @@
-"""Reading what kartothek 5.3.0 wrote (reference datasets) and every variant it can write."""
+"""Reading what kartothek 5.3.0 wrote (reference datasets) and every variant it can write.
+
+The reference datasets are written at test time by kartothek 5.3.0 in its venv (the
+session fixture ``reference``); the per-pyarrow-version files are vendored under
+``tests/data/kartothek-arrow-compat`` (they need one pyarrow each).
+"""
 
 from __future__ import annotations
 
@@ -11,16 +16,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from kt_harness import Kartothek
 
 from parquetry.dataset import Dataset
 from parquetry.dataset.schema import common_metadata_bytes
 from parquetry.store import LocalStore
 from parquetry.testing import CountingStore
 
-# shared/ sits beside the checkout (CI clones main next to it).
-_SHARED = Path(__file__).resolve().parents[3] / "shared"
-REF = _SHARED / "reference-data/kartothek"
-pytestmark = pytest.mark.skipif(not REF.exists(), reason="kartothek reference data missing")
+pytestmark = pytest.mark.kartothek
+
+ARROW_COMPAT = Path(__file__).resolve().parents[1] / "data" / "kartothek-arrow-compat"
 
 ALL_ROWS = {  # demo_json as kartothek wrote it: label -> product_id, value
     "a": (1, 10.5, "DE"),
@@ -32,6 +37,7 @@ ALL_ROWS = {  # demo_json as kartothek wrote it: label -> product_id, value
     "g": (5, 2.5, "NL"),
     "h": (1, 3.5, "NL"),
 }
+DAYS = dict(zip("abcdefgh", ["01", "02", "01", "03", "02", "04", "04", "05"], strict=True))
 
 # query, partitions kept, planning GETs kartothek needs, labels of the result
 QUERIES = [
@@ -43,9 +49,54 @@ QUERIES = [
 ]
 
 
+def _frame(labels: str) -> dict[str, object]:
+    """Rows ``labels`` of ALL_ROWS as a kt_driver frame (product_id an int32 column)."""
+    return {
+        "schema": [
+            ["country", "string"],
+            ["product_id", "int32"],
+            ["value", "float64"],
+            ["day", "timestamp"],
+            ["label", "string"],
+        ],
+        "rows": [
+            [ALL_ROWS[x][2], ALL_ROWS[x][0], ALL_ROWS[x][1], {"$ts": f"2021-01-{DAYS[x]}"}, x]
+            for x in labels
+        ],
+    }
+
+
+@pytest.fixture(scope="session")
+def reference(kartothek: Kartothek, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """demo_json (partitioned by country, index on product_id) and demo_unpartitioned
+    (index on country), each written by kartothek from two frames, in one driver call."""
+    root = tmp_path_factory.mktemp("kartothek-reference")
+    frames = [_frame("abcde"), _frame("fgh")]
+    kartothek.run(
+        root,
+        [
+            {
+                "op": "write",
+                "uuid": "demo_json",
+                "frames": frames,
+                "partition_on": ["country"],
+                "secondary_indices": ["product_id"],
+                "metadata": {"owner": "research", "purpose": "format reference"},
+            },
+            {
+                "op": "write",
+                "uuid": "demo_unpartitioned",
+                "frames": frames,
+                "secondary_indices": ["country"],
+            },
+        ],
+    )
+    return root
+
+
 @pytest.fixture
-def ref_store(tmp_path: Path) -> LocalStore:
-    shutil.copytree(REF / "datasets", tmp_path / "ref")
+def ref_store(reference: Path, tmp_path: Path) -> LocalStore:
+    shutil.copytree(reference, tmp_path / "ref")
     return LocalStore(tmp_path / "ref")
 
 
@@ -146,8 +197,8 @@ def test_legacy_index_key_and_list_naming(ref_store: LocalStore, list_name: str)
 def test_arrow_compat_files_all_types(tmp_path: Path) -> None:
     """Every pyarrow version's file (incl. isAdjustedToUTC timestamps) reads the same row."""
     store = LocalStore(tmp_path / "compat")
-    files = sorted((REF / "arrow-compat").glob("*.parquet"))
-    schema = pq.read_schema(REF / "arrow-compat" / "6.0.1.parquet")
+    files = sorted(ARROW_COMPAT.glob("*.parquet"))
+    schema = pq.read_schema(ARROW_COMPAT / "6.0.1.parquet")
     schema = pa.schema([f for f in schema if f.name != "__index_level_0__"])
     store.put("compat/table/_common_metadata", common_metadata_bytes(schema, []))
     parts = {}
@@ -175,6 +226,7 @@ def test_arrow_compat_files_all_types(tmp_path: Path) -> None:
 
 
 def test_our_update_of_kartothek_dataset(ref_store: LocalStore) -> None:
+    created = json.loads(ref_store.get("demo_json.by-dataset-metadata.json"))["metadata"]
     ds = Dataset.open(ref_store, "demo_json")
     new = pa.table(
         {
@@ -189,7 +241,8 @@ def test_our_update_of_kartothek_dataset(ref_store: LocalStore) -> None:
     assert _labels(ds2.read(predicates=[[("product_id", "==", 1)]])) == "chz"
     raw = json.loads(ref_store.get("demo_json.by-dataset-metadata.json"))
     assert raw["metadata"]["owner"] == "research"
-    assert raw["metadata"]["creation_time"] == "2021-12-10T12:00:05"
+    assert raw["metadata"]["creation_time"] == created["creation_time"]
+    assert raw["metadata"]["purpose"] == "format reference"
     idx = pq.read_table(pa.BufferReader(ref_store.get(raw["indices"]["product_id"])))
     labels = {lbl for lst in idx["partition"].to_pylist() for lbl in lst}
     assert labels == set(raw["partitions"])
