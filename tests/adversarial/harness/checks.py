@@ -32,7 +32,9 @@ from parquetry.store import Store
 __all__ = [
     "dataset_rows_problems",
     "fingerprint",
+    "commit_visible",
     "is_expired",
+    "missing_files",
     "snapshot_problems",
     "snapshot_tag",
 ]
@@ -109,11 +111,11 @@ def check_dataset(store: Store, ledger: Ledger, *, allow_expired: bool) -> list[
             if not (allow_expired and is_expired(exc)):
                 problems.append(f"{where} unreadable: {exc!r}")
             continue
-        problems += _commit_visible(old, event, where)
+        problems += commit_visible(old, event, where)
     return problems
 
 
-def _commit_visible(table: pa.Table, event: dict[str, Any], where: str) -> list[str]:
+def commit_visible(table: pa.Table, event: dict[str, Any], where: str) -> list[str]:
     """The version an acknowledged commit produced shows that commit."""
     if event["op"] == "append":
         missing = set(row_ids(append_rows(event["writer"], event["seq"])))
@@ -142,7 +144,8 @@ def snapshot_tag(table: pa.Table) -> tuple[str | None, list[str]]:
 
 
 def snapshot_problems(store: Store, ledger: Ledger, *, settled: bool) -> list[str]:
-    """A single-writer snapshot: the last acknowledged write or the one in flight after it.
+    """The snapshot shows one whole write that began, did not lose, and is not older than
+    a write acknowledged after it (per writer: a writer's writes are ordered).
 
     Before repair (``settled`` false) a switch the kill interrupted may make reads fail
     with DatasetIncomplete; after repair the snapshot must read.
@@ -160,17 +163,29 @@ def snapshot_problems(store: Store, ledger: Ledger, *, settled: bool) -> list[st
         return [f"snapshot shows {tag}, which nobody wrote"]
     if tag in ledger.lost_tags:
         return [f"snapshot shows {tag}, whose writer was told it lost (CommitConflict)"]
-    if ledger.acked_tags:
-        last = ledger.acked_tags[-1]
-        if _seq(tag) < _seq(last):
-            return [f"snapshot went back to {tag} after {last} was acknowledged"]
+    writer, seq = (int(x) for x in tag.split(":"))
+    later = [t for t in ledger.acked_tags if _newer(t, writer, seq)]
+    if later:
+        return [f"snapshot went back to {tag} after {later[-1]} was acknowledged"]
     return []
 
 
-def _seq(tag: str) -> tuple[int, int]:
-    writer, seq = tag.split(":")
-    # Setup writes (writer 900+) come first, then the child's in order.
-    return (0 if int(writer) >= 900 else 1, int(seq))
+def _newer(acked: str, writer: int, seq: int) -> bool:
+    """Whether ``acked`` happened after write ``writer:seq`` was done: a later write of the
+    same writer, or a write of a later phase (setup, then the writers, then the new write
+    the checks make)."""
+    w, s = (int(x) for x in acked.split(":"))
+    if w == writer:
+        return s > seq
+    return _phase(w) > _phase(writer)
+
+
+def _phase(writer: int) -> int:
+    from adversarial.harness.verify import AFTER_WRITER
+
+    if writer == AFTER_WRITER:
+        return 2
+    return 0 if writer >= 900 else 1
 
 
 def fingerprint(store: Store) -> dict[str, int]:

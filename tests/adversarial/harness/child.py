@@ -15,10 +15,14 @@ fact. ``env`` holds environment variables to set first (the CLI's credentials).
 from __future__ import annotations
 
 import json
+import multiprocessing
+import multiprocessing.context
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 PRELOAD = [
     "pyarrow",
@@ -62,6 +66,41 @@ def main(spec: dict[str, object]) -> int:
         return 1
     log.event("done")
     return 0
+
+
+def race_writer(spec: dict[str, Any]) -> None:
+    """The target of a race writer process (see :func:`adversarial.harness.race.run_race`)."""
+    from adversarial.harness.records import AckLog
+    from adversarial.harness.targets import StoreTarget
+    from adversarial.harness.workloads import writer_loop
+
+    store = StoreTarget.from_json(spec["target"]).open()
+    log = AckLog(Path(spec["log"]))
+    writer_loop(
+        store,
+        spec["role"],
+        spec["writer"],
+        log,
+        deadline=time.time() + spec["seconds"],  # from this process's start on
+        max_ops=spec["max_ops"],
+    )
+    os._exit(0)
+
+
+def context() -> multiprocessing.context.ForkServerContext:
+    """The forkserver every harness child comes from (started once, with PRELOAD)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        tests_dir = str(Path(__file__).resolve().parents[2])
+        if tests_dir not in sys.path:  # the forkserver imports the harness by name
+            sys.path.insert(0, tests_dir)
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+_CONTEXT: multiprocessing.context.ForkServerContext | None = None
 
 
 def run(spec: dict[str, object]) -> None:

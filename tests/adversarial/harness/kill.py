@@ -18,41 +18,23 @@ run), :func:`random_kills` at random moments of a longer run.
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.context
 import random
 import signal
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-from adversarial.harness.checks import check_dataset, fingerprint, snapshot_problems
-from adversarial.harness.child import PRELOAD
+from adversarial.harness.child import context
 from adversarial.harness.child import run as child_run
 from adversarial.harness.killstore import read_trace
 from adversarial.harness.records import AckLog, Ledger, read_records
 from adversarial.harness.targets import StoreTarget
-from adversarial.harness.workloads import (
-    DATASET,
-    SNAPSHOT,
-    WORKLOADS,
-    Workload,
-    op_append,
-    op_snapshot,
-    snapshots,
-)
-from parquetry.dataset import Dataset
-from parquetry.errors import ParquetryError
-from parquetry.store import Store
+from adversarial.harness.verify import verify_after
+from adversarial.harness.workloads import WORKLOADS
 
-__all__ = ["KillResult", "kill_once", "random_kills", "sweep_kills", "verify_after_kill"]
-
-TESTS_DIR = Path(__file__).resolve().parents[2]
-#: Writer id of the write that proves the store still takes writes after the checks.
-AFTER_WRITER = 950
+__all__ = ["KillResult", "kill_once", "random_kills", "sweep_kills"]
 
 
 @dataclass
@@ -70,20 +52,6 @@ class KillResult:
         state = "killed" if self.killed else "not killed"
         lines = [f"{self.label} ({state}, {self.acks} acknowledgements)"]
         return "\n    ".join(lines + self.problems)
-
-
-_CONTEXT: multiprocessing.context.ForkServerContext | None = None
-
-
-def _context() -> multiprocessing.context.ForkServerContext:
-    global _CONTEXT
-    if _CONTEXT is None:
-        if str(TESTS_DIR) not in sys.path:  # the forkserver imports the harness by name
-            sys.path.insert(0, str(TESTS_DIR))
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
-        _CONTEXT = ctx
-    return _CONTEXT
 
 
 def run_child(
@@ -110,7 +78,7 @@ def run_child(
         "trace": str(trace) if trace else None,
         "env": target.cli_env(),
     }
-    proc = _context().Process(target=child_run, args=(spec,), daemon=True)
+    proc = context().Process(target=child_run, args=(spec,), daemon=True)
     proc.start()
     try:
         ready = _wait_ready(proc, log, timeout)
@@ -167,78 +135,17 @@ def kill_once(
         problems.append(f"child failed with exit {code}: {(errors or ['no error logged'])[-1]}")
     if kill_at is not None and not killed and code == 0:
         problems.append(f"child finished without reaching mutating request {kill_at}")
-    problems += verify_after_kill(store, work, ledger, workdir)
+    problems += verify_after(
+        store,
+        ledger,
+        workdir,
+        dataset=work.dataset,
+        snapshot=work.snapshot,
+        allow_expired=work.gc,
+    )
     label = label or f"{workload} on {target.kind}"
     seconds = time.monotonic() - started
     return KillResult(label, killed, ledger.acks, problems, seconds, child_seconds)
-
-
-def verify_after_kill(store: Store, work: Workload, ledger: Ledger, workdir: Path) -> list[str]:
-    """Checks 1-4 of the module docstring; returns the problems found."""
-    problems = []
-    if work.dataset:
-        problems += [
-            f"before repair: {p}" for p in check_dataset(store, ledger, allow_expired=work.gc)
-        ]
-    if work.snapshot:
-        problems += [f"before repair: {p}" for p in snapshot_problems(store, ledger, settled=False)]
-    try:
-        _repair(store, work)
-    except ParquetryError as exc:
-        return [*problems, f"repair failed: {exc!r}"]
-    if work.dataset:
-        problems += [
-            f"after repair: {p}" for p in check_dataset(store, ledger, allow_expired=work.gc)
-        ]
-    if work.snapshot:
-        problems += [f"after repair: {p}" for p in snapshot_problems(store, ledger, settled=True)]
-    before = fingerprint(store)
-    try:
-        second = _repair(store, work)
-    except ParquetryError as exc:
-        return [*problems, f"second repair failed: {exc!r}"]
-    if second:
-        problems.append(f"second repair still had work to do: {second}")
-    after = fingerprint(store)
-    if after != before:
-        changed = sorted(set(before.items()) ^ set(after.items()))[:5]
-        problems.append(f"second repair changed objects: {changed}")
-    return problems + _new_write_works(store, work, ledger, workdir)
-
-
-def _state_problems(store: Store, work: Workload, ledger: Ledger, settled: bool) -> list[str]:
-    problems = []
-    if work.dataset:
-        problems += check_dataset(store, ledger, allow_expired=work.gc)
-    if work.snapshot:
-        problems += snapshot_problems(store, ledger, settled=settled)
-    return problems
-
-
-def _repair(store: Store, work: Workload) -> list[str]:
-    """Repair what the workload touches; what still needed doing (empty: nothing)."""
-    done = []
-    if work.dataset:
-        message = Dataset.repair(store, DATASET)
-        if "nothing to repair" not in message:
-            done.append(message)
-    if work.snapshot and snapshots(store).repair(SNAPSHOT):
-        done.append(f"{SNAPSHOT}: completed an interrupted overwrite")
-    return done
-
-
-def _new_write_works(store: Store, work: Workload, ledger: Ledger, workdir: Path) -> list[str]:
-    log = AckLog(workdir / "after.log")
-    try:
-        if work.dataset:
-            op_append(store, log, AFTER_WRITER, 0)
-        if work.snapshot:
-            op_snapshot(store, log, AFTER_WRITER, 0)
-    except ParquetryError as exc:
-        return [f"a new write after repair failed: {exc!r}"]
-    for r in read_records([workdir / "after.log"]):
-        ledger.add(r)
-    return [f"after a new write: {p}" for p in _state_problems(store, work, ledger, True)]
 
 
 def sweep_kills(

@@ -8,6 +8,7 @@ after the operation returned: exactly what a caller of the library would have be
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ __all__ = [
     "op_gc",
     "op_snapshot",
     "op_update",
+    "writer_loop",
 ]
 
 DATASET = "ds"
@@ -107,6 +109,37 @@ def op_cli_repair(
     if code not in (0, None):
         raise RuntimeError(f"parquetry repair {name} exited with {code}")
     log.event("ack", op="cli-repair", writer=0, seq=seq, name=name)
+
+
+# --- race writers ---------------------------------------------------------------------------
+
+ROLES: dict[str, Callable[[Store, AckLog, int, int], None]] = {
+    "append": op_append,
+    "update": op_update,
+    "snapshot": op_snapshot,
+}
+
+
+def writer_loop(
+    store: Store, role: str, writer: int, log: AckLog, *, deadline: float, max_ops: int
+) -> None:
+    """Write until ``deadline`` (``time.time()``) or ``max_ops``; log every failure.
+
+    A snapshot writer that loses a race (CommitConflict) is told so and goes on; any other
+    failure, and any CommitConflict of an append or update (they never conflict: appends
+    add partitions, each updater owns its partition), is an ``error`` event.
+    """
+    op = ROLES[role]
+    for seq in range(max_ops):
+        if time.time() > deadline:
+            return
+        try:
+            op(store, log, writer, seq)
+        except CommitConflict:
+            if role != "snapshot":
+                log.event("error", op=role, writer=writer, seq=seq, detail="CommitConflict")
+        except Exception as exc:
+            log.event("error", op=role, writer=writer, seq=seq, detail=repr(exc)[:1000])
 
 
 # --- setups (run by the parent, before the child) -------------------------------------------
