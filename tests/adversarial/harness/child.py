@@ -34,6 +34,9 @@ PRELOAD = [
     "parquetry.cli.app",
     "parquetry.cli.cmd_maintain",
     "parquetry.cli.maintenance",
+    "parquetry.cli.targets",
+    "typer",
+    "rich.console",
 ]
 
 
