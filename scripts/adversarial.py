@@ -106,6 +106,9 @@ def race_configs(args: argparse.Namespace, kind: str) -> dict[str, RaceConfig]:
         "snapshot-overwrites+repair": RaceConfig(
             appenders=0, updaters=0, snapshotters=w, snapshot_repair=True, seconds=s
         ),
+        "snapshot-overwrites+gc": RaceConfig(
+            appenders=0, updaters=0, snapshotters=w, snapshot_gc=True, seconds=s
+        ),
         f"{w}-appenders": RaceConfig(appenders=w, updaters=0, readers=1, seconds=s),
     }
     for name, config in configs.items():

@@ -3,8 +3,9 @@
 Writers (Dataset appends, Dataset updates of the partition each owns, snapshot overwrites)
 run as threads of this process or, for cross-process races on local disk, as forkserver
 processes. A maintenance thread collects the dataset's garbage with a short retention (and
-optionally repairs the snapshot) in a loop. Reader threads open the newest dataset version
-and a random retained older one, and the snapshot, and check each against two ledgers:
+optionally repairs the snapshot and runs ``parquetry gc`` on it) in a loop. Reader threads
+open the newest dataset version and a few retained older ones, and the snapshot, and check
+each against two ledgers:
 everything acknowledged before the reader opened must be visible, nothing that had not at
 least begun by the time it was done may be.
 
@@ -18,6 +19,7 @@ snapshot a reader saw must be an acknowledged write.
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import threading
 import time
@@ -62,6 +64,7 @@ class RaceConfig:
     gc: bool = False
     retention: float = 0.2
     snapshot_repair: bool = False
+    snapshot_gc: bool = False
     seconds: float = 3.0
     max_ops: int = 30
     processes: bool = False
@@ -80,7 +83,7 @@ class RaceConfig:
 
     @property
     def snapshot(self) -> bool:
-        return self.snapshotters > 0 or self.snapshot_repair
+        return self.snapshotters > 0 or self.snapshot_repair or self.snapshot_gc
 
 
 @dataclass
@@ -94,6 +97,8 @@ class RaceReport:
     busy_reads: int = 0
     conflicts: int = 0
     gc_runs: int = 0
+    refusals: int = 0
+    last_refusal: str = ""
     failures: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -110,8 +115,10 @@ class RaceReport:
             f"{self.label}: {self.acks} acknowledged writes, {self.reads} reads "
             f"({self.expired_reads} of expired versions, {self.busy_reads} during a switch), "
             f"{self.conflicts} snapshot conflicts, {self.gc_runs} GC runs, "
-            f"{len(self.failures)} failures"
+            f"{self.refusals} maintenance refusals, {len(self.failures)} failures"
         )
+        if self.refusals:
+            head += f" (last refusal: {self.last_refusal[:200]})"
         return "\n    ".join([head, *self.failures[:20]])
 
 
@@ -196,8 +203,25 @@ def _maintain(store: Store, config: RaceConfig, done: threading.Event, report: R
                 report.count("gc_runs")
             if config.snapshot_repair:
                 snapshots(store).repair(SNAPSHOT)
+            if config.snapshot_gc:
+                _snapshot_gc(store, config.retention)
+                report.count("gc_runs")
+        except ParquetryError as exc:
+            # A clear refusal (e.g. gc while a switch is in progress) loses nothing; what it
+            # may have broken, the readers and the final checks find.
+            report.count("refusals")
+            report.last_refusal = repr(exc)
         except Exception as exc:
-            report.fail(f"maintenance failed: {exc!r}")
+            report.fail(f"maintenance failed with a raw error: {exc!r}")
+
+
+def _snapshot_gc(store: Store, retention: float) -> None:
+    """What ``parquetry gc URL snap --retention R`` does."""
+    from parquetry.cli.maintenance import collect_garbage
+    from parquetry.cli.targets import DatasetRef
+
+    ref = DatasetRef(name=SNAPSHOT, kind="snapshot")
+    collect_garbage(store, ref, retention=dt.timedelta(seconds=retention), dry_run=False)
 
 
 def _reader(
@@ -229,8 +253,8 @@ def _read_dataset(store: Store, ledger: Any, report: RaceReport, rng: random.Ran
     except ParquetryError as exc:
         report.fail(f"reader: listing versions failed: {exc!r}")
         return
-    if retained:
-        number = rng.choice(retained)
+    # Up to three retained versions a round: over a race, readers open most of them.
+    for number in rng.sample(retained, min(3, len(retained))):
         try:
             old = Dataset.open(store, DATASET, version=number)
         except ParquetryError as exc:
@@ -238,7 +262,7 @@ def _read_dataset(store: Store, ledger: Any, report: RaceReport, rng: random.Ran
                 report.count("expired_reads")
             else:
                 report.fail(f"reader: opening retained v{number} failed: {exc!r}")
-            return
+            continue
         _read_version(store, old, before, ledger, report, newest=False)
 
 
