@@ -19,7 +19,6 @@ import random
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,7 +30,7 @@ if (ROOT / "src").is_dir():
 
 from adversarial.harness.kill import KillResult, random_kills, sweep_kills  # noqa: E402
 from adversarial.harness.race import RaceConfig, RaceReport, run_race  # noqa: E402
-from adversarial.harness.targets import StoreTarget, local_target, s3_target  # noqa: E402
+from adversarial.harness.targets import StoreTarget, TargetFactory  # noqa: E402
 from adversarial.harness.workloads import WORKLOADS  # noqa: E402
 from parquetry.testing.moto import MotoServer, start_moto_server  # noqa: E402
 
@@ -58,13 +57,6 @@ def moto(needed: bool) -> Iterator[MotoServer | None]:
     finally:
         if server is not None:
             server.stop()
-
-
-def factory(kind: str, base: Path, server: MotoServer | None) -> Callable[[], StoreTarget]:
-    if kind == "local":
-        return lambda: local_target(base / "stores" / uuid.uuid4().hex[:8])
-    assert server is not None
-    return lambda: s3_target(server)
 
 
 def run_kills(
@@ -141,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         work = args.workdir or Path(tmp)
         with moto("s3" in kinds) as server:
             for kind in kinds:
-                make = factory(kind, work, server)
+                make = TargetFactory(kind, work, server)
                 if args.only in (None, "kill"):
                     kill_results += run_kills(args, kind, make, work)
                 if args.only in (None, "race"):

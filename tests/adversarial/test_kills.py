@@ -9,30 +9,23 @@ in :mod:`adversarial.harness.kill`; ``scripts/adversarial.py`` runs it with hund
 from __future__ import annotations
 
 import random
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from adversarial.harness.kill import KillResult, random_kills, sweep_kills
-from adversarial.harness.targets import StoreTarget, local_target, s3_target
+from adversarial.harness.targets import TargetFactory
 
 WORKLOADS = ["append", "update", "snapshot", "gc", "cli-repair"]
 STORES = ["local", pytest.param("s3", marks=pytest.mark.s3)]
 
 
 @pytest.fixture
-def make_target(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], StoreTarget]:
+def make_target(request: pytest.FixtureRequest, tmp_path: Path) -> TargetFactory:
     """A fresh store (local root or S3 bucket) per call: every kill starts clean."""
     kind = request.param
-    if kind == "local":
-        make = lambda: local_target(tmp_path / "stores" / uuid.uuid4().hex[:8])  # noqa: E731
-    else:
-        server = request.getfixturevalue("moto_server")
-        make = lambda: s3_target(server)  # noqa: E731
-    make.kind = kind  # type: ignore[attr-defined]
-    return make
+    server = request.getfixturevalue("moto_server") if kind == "s3" else None
+    return TargetFactory(kind, tmp_path, server)
 
 
 def _report(results: list[KillResult]) -> str:
@@ -42,12 +35,12 @@ def _report(results: list[KillResult]) -> str:
 @pytest.mark.parametrize("make_target", STORES, indirect=True)
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_kill_at_every_mutating_request(
-    make_target: Callable[[], StoreTarget], workload: str, tmp_path: Path
+    make_target: TargetFactory, workload: str, tmp_path: Path
 ) -> None:
     # On S3 (slower, and a move is two requests there) and for the CLI (two datasets to set
     # up per run) kill before the odd requests and after the even ones: every request is
     # still a kill point; scripts/adversarial.py does both everywhere.
-    alternate = make_target.kind == "s3" or workload == "cli-repair"  # type: ignore[attr-defined]
+    alternate = make_target.kind == "s3" or workload == "cli-repair"
     results = sweep_kills(make_target, workload, tmp_path / "runs", alternate=alternate)
     kills = [r for r in results if r.killed]
     assert len(kills) == len(results) - 1, "every run but the traced one must be killed"
@@ -57,9 +50,21 @@ def test_kill_at_every_mutating_request(
 
 @pytest.mark.parametrize("make_target", STORES, indirect=True)
 @pytest.mark.parametrize("workload", WORKLOADS)
-def test_kill_at_random_moments(
-    make_target: Callable[[], StoreTarget], workload: str, tmp_path: Path
-) -> None:
-    rng = random.Random(f"{workload}-{make_target.kind}")  # type: ignore[attr-defined]
+def test_kill_at_random_moments(make_target: TargetFactory, workload: str, tmp_path: Path) -> None:
+    rng = random.Random(f"{workload}-{make_target.kind}")
     results = random_kills(make_target, workload, tmp_path / "runs", kills=3, ops=4, rng=rng)
     assert not _report(results), _report(results)
+
+
+@pytest.mark.parametrize("make_target", ["local"], indirect=True)
+def test_the_harness_catches_a_repair_that_does_nothing(
+    make_target: TargetFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks can fail: with a repair that leaves interrupted switches alone, a kill
+    after the switch journal is written leaves a snapshot nobody can read."""
+    from parquetry.snapshot import ParquetDatasetStore
+
+    monkeypatch.setattr(ParquetDatasetStore, "repair", lambda self, key: False)
+    results = sweep_kills(make_target, "snapshot", tmp_path / "runs", alternate=True)
+    found = [p for r in results for p in r.problems if "after repair: snapshot unreadable" in p]
+    assert found, _report(results)

@@ -9,14 +9,12 @@ for longer.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
 
 from adversarial.harness.race import RaceConfig, run_race
-from adversarial.harness.targets import StoreTarget, local_target, s3_target
-from parquetry.testing.moto import MotoServer
+from adversarial.harness.targets import TargetFactory
 
 GC_DEFECT = pytest.mark.xfail(
     strict=False,
@@ -75,12 +73,8 @@ def _case(name: str, store: str, *, processes: bool = False, marks: tuple = ()) 
 def test_race(
     case: str, store: str, processes: bool, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    target: StoreTarget
-    if store == "local":
-        target = local_target(tmp_path / "store" / uuid.uuid4().hex[:8])
-    else:
-        server: MotoServer = request.getfixturevalue("moto_server")
-        target = s3_target(server)
+    server = request.getfixturevalue("moto_server") if store == "s3" else None
+    target = TargetFactory(store, tmp_path, server)()
     config = RaceConfig(**{**CASES[case].__dict__, "processes": processes})
     report = run_race(target, config, tmp_path / "work", label=f"{case} on {store}")
     assert not report.failures, str(report)

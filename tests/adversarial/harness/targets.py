@@ -8,6 +8,7 @@ and no client ever probes a cloud metadata endpoint for credentials.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from parquetry.store import LocalStore, Store, open_store
 from parquetry.testing.moto import CREDENTIALS, MotoServer
 
-__all__ = ["StoreTarget", "local_target", "s3_target"]
+__all__ = ["StoreTarget", "TargetFactory", "local_target", "s3_target"]
 
 
 @dataclass(frozen=True)
@@ -64,3 +65,19 @@ def local_target(root: Path) -> StoreTarget:
 def s3_target(server: MotoServer) -> StoreTarget:
     """A fresh bucket on the moto server, with explicit credentials."""
     return StoreTarget(kind="s3", url=server.url(), options={**server.options(), **CREDENTIALS})
+
+
+@dataclass(frozen=True)
+class TargetFactory:
+    """A fresh store of one kind per call: a new root under ``base``, or a new bucket."""
+
+    kind: str
+    base: Path
+    server: MotoServer | None = None
+
+    def __call__(self) -> StoreTarget:
+        if self.kind == "local":
+            return local_target(self.base / "stores" / uuid.uuid4().hex[:8])
+        if self.server is None:
+            raise ValueError("an S3 target needs the moto server")
+        return s3_target(self.server)
