@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,7 +121,17 @@ class RaceReport:
         )
         if self.refusals:
             head += f" (last refusal: {self.last_refusal[:200]})"
-        return "\n    ".join([head, *self.failures[:20]])
+        return "\n    ".join([head, *self.grouped()[:15]])
+
+    def grouped(self) -> list[str]:
+        """Distinct failures (numbers and ids folded), most frequent first, with counts."""
+        counts: Counter[str] = Counter()
+        first: dict[str, str] = {}
+        for failure in self.failures:
+            shape = re.sub(r"[0-9a-f]{16,}|\d+", "N", failure)
+            counts[shape] += 1
+            first.setdefault(shape, failure)
+        return [f"{n}x {first[shape]}" for shape, n in counts.most_common()]
 
 
 def run_race(target: StoreTarget, config: RaceConfig, workdir: Path, label: str = "") -> RaceReport:
