@@ -65,7 +65,6 @@ def open_footer(store: Store, key: str, size: int | None) -> pq.ParquetFile:
     return parquet_file
 
 
-
 # --- snapshots -----------------------------------------------------------------------------
 
 
