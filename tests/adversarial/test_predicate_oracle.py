@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from parquetry.dataset import Dataset
 from parquetry.store import LocalStore, MemoryStore
 
-EXAMPLES = int(os.environ.get("PARQUETRY_ORACLE_EXAMPLES", "80"))
+EXAMPLES = int(os.environ.get("PARQUETRY_ORACLE_EXAMPLES", "60"))
 CLI_EXAMPLES = int(os.environ.get("PARQUETRY_ORACLE_CLI_EXAMPLES", "8"))
 SETTINGS = settings(
     max_examples=EXAMPLES,
