@@ -22,6 +22,10 @@ a negated condition becomes its complement (``not a < 1`` is ``a >= 1``: both ar
 null ``a``), which relies on parquetry's predicates following the same rule (a null satisfies no
 comparison, ``!=`` included; see :mod:`parquetry.dataset.predicates`).
 
+Limits (each a :class:`WhereSyntaxError`, so the CLI exits 1): :data:`MAX_DEPTH` levels of
+parentheses and ``not`` (the parser recurses), :data:`MAX_INT_DIGITS` digits in an integer,
+numbers within the range of a double, timestamps within the years 1-9999 in UTC.
+
 The parser lives in the CLI package because the command line is its only producer; it has no
 dependency on typer or rich.
 """

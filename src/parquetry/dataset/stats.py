@@ -2,7 +2,9 @@
 
 Values are JSON-encoded by column type (dates/timestamps as ISO strings, decimals as
 strings). ``min``/``max`` are ``None`` when unknown: all-null columns, NaN in a float
-column (NaN has no order), strings longer than :data:`MAX_STRING_STAT`, nested types.
+column (predicates order NaN above infinity, as Spark does; JSON cannot hold it), infinite
+bounds, strings longer than :data:`MAX_STRING_STAT`, nested types. ``-0.0`` and ``0.0``
+bounds are interchangeable: predicates treat them as equal.
 """
 
 from __future__ import annotations
