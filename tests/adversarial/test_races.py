@@ -9,6 +9,7 @@ for longer.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,7 @@ def test_race(
 ) -> None:
     server = request.getfixturevalue("moto_server") if store == "s3" else None
     target = TargetFactory(store, tmp_path, server)()
-    config = RaceConfig(**{**CASES[case].__dict__, "processes": processes})
+    config = dataclasses.replace(CASES[case], processes=processes)
     report = run_race(target, config, tmp_path / "work", label=f"{case} on {store}")
     assert not report.failures, str(report)
     # A race that did nothing proves nothing.
