@@ -15,6 +15,7 @@ disk also processes). Prints a summary and every failure; exits 1 if anything fa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import sys
 import tempfile
@@ -104,12 +105,10 @@ def race_configs(args: argparse.Namespace, kind: str) -> dict[str, RaceConfig]:
         f"{w}-appenders": RaceConfig(appenders=w, updaters=0, readers=1, seconds=s),
     }
     for name, config in configs.items():
-        configs[name] = RaceConfig(**{**config.__dict__, "max_ops": 10_000})
+        configs[name] = dataclasses.replace(config, max_ops=10_000)
     if kind == "local":
         for name in ("appends+updates", "appends+updates+gc"):
-            configs[f"{name} (processes)"] = RaceConfig(
-                **{**configs[name].__dict__, "processes": True}
-            )
+            configs[f"{name} (processes)"] = dataclasses.replace(configs[name], processes=True)
     return configs
 
 

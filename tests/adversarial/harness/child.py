@@ -40,7 +40,7 @@ PRELOAD = [
 ]
 
 
-def main(spec: dict[str, object]) -> int:
+def main(spec: dict[str, Any]) -> int:
     from adversarial.harness.killstore import KillSwitch
     from adversarial.harness.records import AckLog
     from adversarial.harness.targets import StoreTarget
@@ -48,21 +48,20 @@ def main(spec: dict[str, object]) -> int:
 
     # What the CLI prints is not the harness's business; the process never closes it.
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-    os.environ.update(dict(spec.get("env") or {}))  # type: ignore[call-overload]
-    target = StoreTarget.from_json(str(spec["target"]))
-    workload = WORKLOADS[str(spec["workload"])]
-    log = AckLog(Path(str(spec["log"])))
-    kill_at = spec.get("kill_at")
+    os.environ.update(spec.get("env") or {})
+    target = StoreTarget.from_json(spec["target"])
+    workload = WORKLOADS[spec["workload"]]
+    log = AckLog(Path(spec["log"]))
     trace = spec.get("trace")
     switch = KillSwitch(
-        kill_at=int(kill_at) if kill_at is not None else None,  # type: ignore[call-overload]
-        when=str(spec.get("when", "before")),
-        trace=Path(str(trace)) if trace else None,
+        kill_at=spec.get("kill_at"),
+        when=spec.get("when", "before"),
+        trace=Path(trace) if trace else None,
     )
     store = switch.wrap(target.open())
     log.event("ready")
     try:
-        for i in range(int(spec["ops"])):  # type: ignore[call-overload]
+        for i in range(spec["ops"]):
             workload.run(store, target, switch.wrap, log, i)
     except BaseException:
         log.event("error", detail=traceback.format_exc()[-2000:])
@@ -106,7 +105,7 @@ def context() -> multiprocessing.context.ForkServerContext:
 _CONTEXT: multiprocessing.context.ForkServerContext | None = None
 
 
-def run(spec: dict[str, object]) -> None:
+def run(spec: dict[str, Any]) -> None:
     """The target of a forkserver process: exit code 0 done, 1 failed (killed: -9)."""
     code = main(spec)
     sys.stdout.flush()
@@ -115,7 +114,4 @@ def run(spec: dict[str, object]) -> None:
 
 
 if __name__ == "__main__":
-    code = main(json.loads(sys.argv[1]))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run(json.loads(sys.argv[1]))

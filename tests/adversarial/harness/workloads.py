@@ -140,6 +140,7 @@ def writer_loop(
                 log.event("error", op=role, writer=writer, seq=seq, detail="CommitConflict")
         except Exception as exc:
             log.event("error", op=role, writer=writer, seq=seq, detail=repr(exc)[:1000])
+            time.sleep(0.05)  # a wedged dataset fails fast: do not spin on it
 
 
 # --- setups (run by the parent, before the child) -------------------------------------------
