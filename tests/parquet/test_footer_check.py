@@ -74,18 +74,39 @@ def test_footers_pyarrow_would_abort_on_are_invalid_format(hazard: str) -> None:
         safe_metadata(_store(_patched(HAZARDS[hazard])), "f.parquet")
 
 
-def test_fields_of_the_wrong_wire_type_are_a_hazard() -> None:
-    # Encode ColumnMetaData.num_values (an i64) as an i32: pyarrow's reader would skip it,
-    # parquetry's drops it; either way the footer is malformed and pyarrow must not see it.
-    spec = copy.deepcopy(FILE_META_DATA)
-    spec[4][1][1][1][3][5] = "i32"  # FileMetaData.row_groups[].columns[].meta_data
+def _reencoded(spec: dict[int, Any], patch: Callable[[dict[int, Any]], None]) -> bytes:
     data = write_table_bytes(TABLE)
     length = int.from_bytes(data[-8:-4], "little")
     meta, _ = read_struct(data[-8 - length : -8], 0, FILE_META_DATA)
+    patch(meta)
     footer = write_struct(meta, spec)
-    data = data[: -8 - length] + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+    return data[: -8 - length] + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+
+
+def test_list_elements_of_another_type_are_a_hazard() -> None:
+    # A histogram (list<i64>) sent as a list of binaries: pyarrow would read each element as
+    # an i64 anyway, seeing other values than parquetry; the footer must not reach it.
+    spec = copy.deepcopy(FILE_META_DATA)
+    spec[4][1][1][1][3][16][3] = ("list", "binary")  # row_groups[].columns[].meta_data
+
+    def patch(meta: dict[int, Any]) -> None:
+        for chunk in meta[4][0][1]:
+            chunk[3][16][3] = [b"x", b"y"]
+
+    data = _reencoded(spec, patch)
     with pytest.raises(InvalidFormat, match="wrong type"):
         safe_metadata(_store(data), "f.parquet")
+
+
+def test_a_field_of_another_type_is_skipped_as_thrift_readers_do() -> None:
+    """parquet-mr 1.12 forks write a list in ColumnMetaData field 15 (bloom_filter_length,
+    an i32, upstream): every Thrift reader skips it, so the file stays readable."""
+    spec = copy.deepcopy(FILE_META_DATA)
+    spec[4][1][1][1][3][15] = ("list", "i64")
+    data = _reencoded(spec, lambda meta: _column(meta).__setitem__(15, [1, 2]))
+    raw, meta = safe_metadata(_store(data), "f.parquet")
+    assert raw.dropped_fields == 0
+    assert meta.num_rows == 3
 
 
 @pytest.mark.parametrize("plaintext_footer", [True, False])

@@ -59,7 +59,7 @@ class RawFooter:
     metadata: dict[int, Any] | None  # FileMetaData fields by id; None if the footer is encrypted
     crypto: dict[int, Any] | None  # FileCryptoMetaData, for encrypted footers
     tail: bytes  # footer + length + magic: what ``pq.read_metadata`` needs
-    #: Fields of the wrong wire type the reader left out: a malformed footer.
+    #: Values other Thrift readers would decode differently (see ``decode_struct``).
     dropped_fields: int = 0
 
     @property

@@ -64,7 +64,7 @@ def _utf8(names: Iterable[bytes]) -> bool:
 def pyarrow_hazard(raw: RawFooter) -> str | None:
     """Why pyarrow could abort on this (plaintext, unencrypted) footer, or None."""
     if raw.dropped_fields:
-        return f"{raw.dropped_fields} field(s) of the wrong type"
+        return f"{raw.dropped_fields} list(s) or integer(s) of the wrong type or range"
     meta = raw.metadata or {}
     if not _utf8(e.get(4, b"") for e in meta.get(2, [])):
         return "column names that are not UTF-8"

@@ -64,7 +64,9 @@ class _Reader:
     def __init__(self, data: bytes | memoryview, pos: int = 0):
         self.data = data
         self.pos = pos
-        self.dropped = 0  # fields (or list elements) left out for not matching the spec
+        # Values left out where other readers would see something else: list elements of
+        # another type, integers out of their declared range.
+        self.dropped = 0
 
     def remaining(self) -> int:
         return len(self.data) - self.pos
@@ -124,7 +126,8 @@ class _Reader:
         else:
             raise ThriftError(f"unknown thrift type {ttype}")
         if not matches or result is _SKIP:
-            self.dropped += not matches  # a nested drop was counted where it happened
+            # A struct field of another wire type is skipped by every Thrift reader alike:
+            # not counted. Lists whose elements do not match were counted in list().
             return _SKIP
         if isinstance(spec, str) and spec in _INT_BITS:
             limit = 1 << (_INT_BITS[spec] - 1)
@@ -145,6 +148,13 @@ class _Reader:
             bools = [self.byte() == 1 for _ in range(size)]
             if _matches(_BOOL_TRUE, element):
                 return bools
+            self.dropped += 1
+            return _SKIP
+        if not _matches(etype, element):
+            # Thrift-generated readers ignore the element type and read each element as
+            # declared: they see other values than we would. Counted: the footer is unsafe.
+            for _ in range(size):
+                self.value(etype, depth + 1)
             self.dropped += 1
             return _SKIP
         items = [self.value(etype, depth + 1, element) for _ in range(size)]
