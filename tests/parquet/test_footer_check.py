@@ -164,7 +164,7 @@ print("survived")
 def test_damaged_footers_passed_by_safe_metadata_never_abort_pyarrow(seed: int) -> None:
     """Random bit flips of a footer: whatever safe_metadata lets through, pyarrow survives.
 
-    Seeds 1-7 x 3,000 flips ran clean; each run here does 600 (an abort kills only the child).
+    Seeds 1-7 x 3,000 flips ran clean; each run here does 300 (an abort kills only the child).
     """
     from pathlib import Path
 
@@ -175,7 +175,7 @@ def test_damaged_footers_passed_by_safe_metadata_never_abort_pyarrow(seed: int) 
             textwrap.dedent(_FUZZ),
             str(Path(__file__).parent),
             str(seed),
-            "600",
+            "300",
         ],
         capture_output=True,
         text=True,
