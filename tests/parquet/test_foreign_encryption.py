@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parquetry.errors import EncryptionError, InvalidArgument, InvalidFormat, ParquetryError
+from parquetry.parquet import ParquetCodec, ParquetField, ParquetSchema, ParquetType
 from parquetry.parquet.encryption import (
     DecryptionSettings,
     EncryptionSettings,
@@ -226,3 +227,23 @@ def test_damaged_encrypted_files_raise_only_parquetry_errors(data: st.DataObject
         settings_.decrypt(bytes(damaged))
     with contextlib.suppress(ParquetryError):
         read_table(bytes(damaged), decryption=settings_)
+
+
+def test_codec_decodes_with_explicit_keys_from_bytes_and_store() -> None:
+    name = "encrypt_columns_and_footer_ctr.parquet.encrypted"
+    data = (DATA / name).read_bytes()
+    schema = ParquetSchema(
+        [
+            ParquetField("double_field", ParquetType.FLOAT64),
+            ParquetField("float_field", ParquetType.FLOAT32),
+        ]
+    )
+    codec = ParquetCodec(schema, decryption=DecryptionSettings(keys=BY_KEY_ID))
+    records = codec.decode(data)
+    assert len(records) == 50
+    assert math.isclose(records[3]["double_field"], 3.3333333)
+    store = MemoryStore()
+    store.put(name, data)
+    assert list(codec.iter_records(store.open(name), batch_rows=7)) == records
+    with pytest.raises(EncryptionError):
+        ParquetCodec(schema).decode(data)
