@@ -5,6 +5,7 @@ The vendored files and their keys are described in tests/data/parquet-testing/RE
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 from pathlib import Path
@@ -13,8 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from parquetry.errors import EncryptionError, InvalidArgument, InvalidFormat
+from parquetry.errors import EncryptionError, InvalidArgument, InvalidFormat, ParquetryError
+from parquetry.parquet import ParquetCodec, ParquetField, ParquetSchema, ParquetType
 from parquetry.parquet.encryption import (
     DecryptionSettings,
     EncryptionSettings,
@@ -204,3 +208,42 @@ def test_keys_never_in_reprs_or_errors() -> None:
         for key in (FOOTER, KC1, KC2):
             assert key.decode() not in text
             assert key.hex() not in text
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_damaged_encrypted_files_raise_only_parquetry_errors(data: st.DataObject) -> None:
+    """Any byte of an encrypted file changed or cut: a table or a ParquetryError."""
+    name = data.draw(st.sampled_from(FILES_128))
+    original = (DATA / f"{name}.parquet.encrypted").read_bytes()
+    damaged = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 3))):
+        position = data.draw(st.integers(0, len(damaged) - 1))
+        damaged[position] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        damaged = damaged[: data.draw(st.integers(0, len(damaged)))]
+    settings_ = DecryptionSettings(keys=BY_KEY_ID, aad_prefix=_aad(name))
+    with contextlib.suppress(ParquetryError):
+        settings_.decrypt(bytes(damaged))
+    with contextlib.suppress(ParquetryError):
+        read_table(bytes(damaged), decryption=settings_)
+
+
+def test_codec_decodes_with_explicit_keys_from_bytes_and_store() -> None:
+    name = "encrypt_columns_and_footer_ctr.parquet.encrypted"
+    data = (DATA / name).read_bytes()
+    schema = ParquetSchema(
+        [
+            ParquetField("double_field", ParquetType.FLOAT64),
+            ParquetField("float_field", ParquetType.FLOAT32),
+        ]
+    )
+    codec = ParquetCodec(schema, decryption=DecryptionSettings(keys=BY_KEY_ID))
+    records = codec.decode(data)
+    assert len(records) == 50
+    assert math.isclose(records[3]["double_field"], 3.3333333)
+    store = MemoryStore()
+    store.put(name, data)
+    assert list(codec.iter_records(store.open(name), batch_rows=7)) == records
+    with pytest.raises(EncryptionError):
+        ParquetCodec(schema).decode(data)

@@ -316,7 +316,11 @@ def _check_stats(key: str, footer: pq.ParquetFile, schema: pa.Schema, stats: Any
             problems.append(f"{key}: statistics recorded for unknown column {column!r}")
             continue
         recorded = decode_stats(stats, column, schema.field(column).type)
-        found = _footer_stats(footer, column)
+        try:
+            found = _footer_stats(footer, column)
+        except (ValueError, OverflowError) as exc:  # e.g. a timestamp min beyond year 9999
+            problems.append(f"{key}: column {column!r}: footer statistics unreadable ({exc})")
+            continue
         if recorded is None or found is None:
             continue
         (rlo, rhi, rnulls), (flo, fhi, fnulls) = recorded, found

@@ -54,7 +54,9 @@ def _ciphers() -> Any:
 class _Decryptor:
     def __init__(self, name: str, algorithm: dict[int, Any], aad_prefix: bytes | None):
         self.name = name
-        (kind, params), *_ = algorithm.items()
+        if len(algorithm) != 1:
+            raise InvalidFormat(f"{name}: the encryption algorithm is missing or unknown")
+        ((kind, params),) = algorithm.items()
         self.ctr = kind == 2
         stored = params.get(1)
         if aad_prefix is not None and stored is not None and stored != aad_prefix:

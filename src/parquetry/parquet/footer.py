@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from parquetry.errors import InvalidFormat
-from parquetry.parquet.thrift import ThriftError, read_struct
+from parquetry.parquet.thrift import ThriftError, decode_struct
 from parquetry.parquet.thrift_schema import FILE_CRYPTO_META_DATA, FILE_META_DATA
 
 if TYPE_CHECKING:
@@ -59,6 +59,8 @@ class RawFooter:
     metadata: dict[int, Any] | None  # FileMetaData fields by id; None if the footer is encrypted
     crypto: dict[int, Any] | None  # FileCryptoMetaData, for encrypted footers
     tail: bytes  # footer + length + magic: what ``pq.read_metadata`` needs
+    #: Values other Thrift readers would decode differently (see ``decode_struct``).
+    dropped_fields: int = 0
 
     @property
     def encrypted(self) -> bool:
@@ -148,7 +150,7 @@ def _parse(tail: bytes, file_size: int, name: str) -> RawFooter:
     encrypted_footer = magic == MAGIC_ENCRYPTED
     try:
         spec = FILE_CRYPTO_META_DATA if encrypted_footer else FILE_META_DATA
-        decoded, _ = read_struct(footer, 0, spec)
+        decoded, _, dropped = decode_struct(footer, 0, spec)
     except ThriftError as exc:
         raise InvalidFormat(f"{name}: corrupted Parquet footer ({exc})", key=name) from None
     if not encrypted_footer and not {1, 2, 3, 4} <= decoded.keys():
@@ -160,6 +162,7 @@ def _parse(tail: bytes, file_size: int, name: str) -> RawFooter:
         metadata=None if encrypted_footer else decoded,
         crypto=decoded if encrypted_footer else None,
         tail=tail[-(length + _TRAILER) :],
+        dropped_fields=dropped,
     )
 
 

@@ -9,6 +9,7 @@ footer with parquetry's own Thrift reader and hands pyarrow only footers that ar
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from parquetry.errors import EncryptionError, InvalidFormat
@@ -26,23 +27,70 @@ _WIDTHS = {0: 1, 1: 4, 2: 8, 3: 12, 4: 4, 5: 8}
 _FLBA = 7
 
 
-def _leaves(elements: list[dict[int, Any]]) -> list[dict[int, Any]]:
-    return [e for i, e in enumerate(elements) if i and not e.get(5)]
+def _leaves(elements: list[dict[int, Any]]) -> list[tuple[dict[int, Any], int, int]]:
+    """Leaf elements with their max repetition and definition levels (depth-first)."""
+    out: list[tuple[dict[int, Any], int, int]] = []
+
+    def walk(index: int, rep: int, definition: int) -> int:
+        if index >= len(elements):
+            raise InvalidFormat("the footer's schema is truncated")
+        element = elements[index]
+        if index:
+            repetition = element.get(3, 0)
+            rep += repetition == 2
+            definition += repetition in (1, 2)
+        children = element.get(5, 0)
+        index += 1
+        if index > 1 and not children:
+            out.append((element, rep, definition))
+        for _ in range(children):
+            index = walk(index, rep, definition)
+        return index
+
+    if elements:
+        walk(0, 0, 0)
+    return out
+
+
+def _utf8(names: Iterable[bytes]) -> bool:
+    try:
+        for name in names:
+            name.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def pyarrow_hazard(raw: RawFooter) -> str | None:
     """Why pyarrow could abort on this (plaintext, unencrypted) footer, or None."""
+    if raw.dropped_fields:
+        return f"{raw.dropped_fields} list(s) or integer(s) of the wrong type or range"
     meta = raw.metadata or {}
-    leaves = _leaves(meta.get(2, []))
+    if not _utf8(e.get(4, b"") for e in meta.get(2, [])):
+        return "column names that are not UTF-8"
+    try:
+        leaves = _leaves(meta.get(2, []))
+    except (InvalidFormat, RecursionError):
+        return "its schema is truncated or nested too deep"
     for rg_index, group in enumerate(meta.get(4, [])):
         chunks = group.get(1, [])
         if len(chunks) != len(leaves):
             return f"row group {rg_index} has {len(chunks)} column chunks for {len(leaves)} columns"
-        for leaf, chunk in zip(leaves, chunks, strict=True):
+        for (leaf, max_rep, max_def), chunk in zip(leaves, chunks, strict=True):
             column = chunk.get(3)
             if column is None:
                 continue
+            if not _utf8(column.get(3, [])):
+                return f"a column path of row group {rg_index} that is not UTF-8"
             name = ".".join(p.decode("utf-8", "replace") for p in column.get(3, [])) or "?"
+            sizes = column.get(16) or {}
+            for field, level in ((2, max_rep), (3, max_def)):
+                histogram = sizes.get(field)
+                if histogram and len(histogram) != level + 1:
+                    return (
+                        f"column {name!r} of row group {rg_index} has a level histogram of "
+                        f"{len(histogram)} entries for {level + 1} levels"
+                    )
             physical = leaf.get(1)
             if column.get(1, physical) != physical:
                 return f"column {name!r} of row group {rg_index} contradicts the schema's type"

@@ -18,7 +18,7 @@ from typing import Any
 
 from parquetry.parquet.thrift_schema import Spec
 
-__all__ = ["ThriftError", "read_struct", "write_struct"]
+__all__ = ["ThriftError", "decode_struct", "read_struct", "write_struct"]
 
 _MAX_DEPTH = 64
 
@@ -32,7 +32,8 @@ _SCALAR_WIRE = {
     "bool": (_BOOL_TRUE, _BOOL_FALSE),
     "binary": (_BINARY,),
     "double": (_DOUBLE,),
-    **dict.fromkeys(_INT_BITS, (_BYTE, _I16, _I32, _I64)),
+    # Exact widths, as Thrift-generated readers (pyarrow's among them) skip any other.
+    **{name: (wire,) for name, wire in _INT_WIRE.items()},
 }
 
 
@@ -58,11 +59,14 @@ def _matches(ttype: int, spec: Spec) -> bool:
 
 
 class _Reader:
-    __slots__ = ("data", "pos")
+    __slots__ = ("data", "dropped", "pos")
 
     def __init__(self, data: bytes | memoryview, pos: int = 0):
         self.data = data
         self.pos = pos
+        # Values left out where other readers would see something else: list elements of
+        # another type, integers out of their declared range.
+        self.dropped = 0
 
     def remaining(self) -> int:
         return len(self.data) - self.pos
@@ -122,10 +126,13 @@ class _Reader:
         else:
             raise ThriftError(f"unknown thrift type {ttype}")
         if not matches or result is _SKIP:
+            # A struct field of another wire type is skipped by every Thrift reader alike:
+            # not counted. Lists whose elements do not match were counted in list().
             return _SKIP
         if isinstance(spec, str) and spec in _INT_BITS:
             limit = 1 << (_INT_BITS[spec] - 1)
             if not -limit <= result < limit:
+                self.dropped += 1
                 return _SKIP
         return result
 
@@ -139,7 +146,17 @@ class _Reader:
             raise ThriftError(f"list of {size} elements runs past the end")
         if etype in (_BOOL_TRUE, _BOOL_FALSE):
             bools = [self.byte() == 1 for _ in range(size)]
-            return bools if _matches(_BOOL_TRUE, element) else _SKIP
+            if _matches(_BOOL_TRUE, element):
+                return bools
+            self.dropped += 1
+            return _SKIP
+        if not _matches(etype, element):
+            # Thrift-generated readers ignore the element type and read each element as
+            # declared: they see other values than we would. Counted: the footer is unsafe.
+            for _ in range(size):
+                self.value(etype, depth + 1)
+            self.dropped += 1
+            return _SKIP
         items = [self.value(etype, depth + 1, element) for _ in range(size)]
         return _SKIP if any(item is _SKIP for item in items) else items
 
@@ -183,12 +200,24 @@ def read_struct(
 
     With ``spec``, fields whose wire type or range does not match are dropped.
     """
+    result, end, _dropped = decode_struct(data, pos, spec)
+    return result, end
+
+
+def decode_struct(
+    data: bytes | memoryview, pos: int = 0, spec: dict[int, Spec] | None = None
+) -> tuple[dict[int, Any], int, int]:
+    """:func:`read_struct`, plus how many values were dropped for not matching ``spec``.
+
+    Other readers (pyarrow's) may decode a dropped value differently: a footer with drops
+    is malformed and must not be handed to them.
+    """
     reader = _Reader(data, pos)
     try:
         result = reader.struct(0, spec)
     except RecursionError:
         raise ThriftError("thrift nesting too deep") from None
-    return result, reader.pos
+    return result, reader.pos, reader.dropped
 
 
 # --- writer ------------------------------------------------------------------------------
