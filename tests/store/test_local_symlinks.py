@@ -153,3 +153,20 @@ def test_foreign_names_are_not_listed(tmp_path: Path) -> None:
             f.write(b"x")
     assert [m.key for m in store.list()] == ["ok"]
     assert [m.key for m in store.list_dir("").objects] == ["ok"]
+
+
+def test_a_root_link_pointed_elsewhere_later(tmp_path: Path) -> None:
+    """The fast path remembers where the root resolved; a root link re-pointed later is
+    followed to its new target, never mistaken for a link inside the root."""
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "one")
+    store = LocalStore(tmp_path / "alias", fsync=False)
+    store.put("d/k", b"1")
+    (tmp_path / "alias").unlink()
+    (tmp_path / "alias").symlink_to(tmp_path / "two")
+    store.put("d/k", b"2")
+    assert store.get("d/k") == b"2"
+    assert store.head("d/k").size == 1
+    assert (tmp_path / "one" / "d" / "k").read_bytes() == b"1"
+    assert (tmp_path / "two" / "d" / "k").read_bytes() == b"2"
