@@ -316,3 +316,24 @@ def test_cli_inspect_follows_a_link_the_user_typed(trapped: LocalStore, tmp_path
     result = run("inspect", str(tmp_path / "shortcut.parquet"))
     clean_result(result)
     assert result.exit_code == 0, result.stderr
+
+
+def test_a_data_file_swapped_for_a_link_is_never_read(tmp_path: Path) -> None:
+    """Every read path, pyarrow's own file opening included, refuses a data file that a link
+    inside the root takes outside it."""
+    store = LocalStore(tmp_path / "root", fsync=False)
+    Dataset.create(store, "ds", pa.table({"v": [1, 2]}))
+    other = LocalStore(tmp_path / "other", fsync=False)
+    Dataset.create(other, "x", pa.table({"v": [666, 777]}))
+    key = next(m.key for m in store.list("ds") if m.key.endswith(".parquet"))
+    planted = next(m.key for m in other.list("x") if m.key.endswith(".parquet"))
+    (store.root / key).unlink()
+    (store.root / key).symlink_to(other.root / planted)
+    ds = Dataset.open(store, "ds")
+    for read in (
+        ds.read,
+        lambda: list(ds.scan()),
+        lambda: ds.to_pyarrow_dataset().to_table(),
+    ):
+        with pytest.raises(UnsafePath):
+            read()

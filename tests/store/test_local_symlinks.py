@@ -4,10 +4,13 @@ inside the root (issue 11, section 3)."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from parquetry.errors import InvalidKey, ParquetryError, UnsafePath
 from parquetry.store import LocalStore, PutMode, Store
@@ -153,3 +156,75 @@ def test_foreign_names_are_not_listed(tmp_path: Path) -> None:
             f.write(b"x")
     assert [m.key for m in store.list()] == ["ok"]
     assert [m.key for m in store.list_dir("").objects] == ["ok"]
+
+
+def test_a_root_link_pointed_elsewhere_later(tmp_path: Path) -> None:
+    """The fast path remembers where the root resolved; a root link re-pointed later is
+    followed to its new target, never mistaken for a link inside the root."""
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "one")
+    store = LocalStore(tmp_path / "alias", fsync=False)
+    store.put("d/k", b"1")
+    (tmp_path / "alias").unlink()
+    (tmp_path / "alias").symlink_to(tmp_path / "two")
+    store.put("d/k", b"2")
+    assert store.get("d/k") == b"2"
+    assert store.head("d/k").size == 1
+    assert (tmp_path / "one" / "d" / "k").read_bytes() == b"1"
+    assert (tmp_path / "two" / "d" / "k").read_bytes() == b"2"
+
+
+_NAMES = st.sampled_from(["a", "b", "c"])
+_KEYS = st.lists(_NAMES, min_size=1, max_size=3).map("/".join)
+_OPS = st.sampled_from(["put", "create", "get", "head", "exists", "delete", "list", "move", "copy"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    links=st.lists(st.tuples(_KEYS, st.booleans()), min_size=1, max_size=3),
+    ops=st.lists(st.tuples(_OPS, _KEYS, _KEYS), min_size=1, max_size=12),
+)
+def test_links_anywhere_never_leak(
+    links: list[tuple[str, bool]], ops: list[tuple[str, str, str]]
+) -> None:
+    """Links planted at random places, random operations: each works or raises a
+    ParquetryError, the outside never changes, listings never show what is behind a link."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        outside = base / "outside"
+        (outside / "a" / "b").mkdir(parents=True)
+        for rel in ("a/b/c", "a/c", "c", "b"):
+            (outside / rel).write_bytes(b"outside " + rel.encode())
+        before = snapshot_tree(outside)
+        store = LocalStore(base / "root", fsync=False)
+        for key, to_dir in links:
+            where = base / "root" / key
+            where.parent.mkdir(parents=True, exist_ok=True)
+            if not where.exists() and not where.is_symlink():
+                where.symlink_to(outside if to_dir else outside / "c")
+        calls: dict[str, Callable[[str, str], object]] = {
+            "put": lambda k, _: store.put(k, b"new"),
+            "create": lambda k, _: store.put(k, b"new", mode=PutMode.CREATE),
+            "get": lambda k, _: store.get(k),
+            "head": lambda k, _: store.head(k),
+            "exists": lambda k, _: store.exists(k),
+            "delete": lambda k, _: store.delete(k, missing_ok=True),
+            "list": lambda k, _: list(store.list(k)),
+            "move": lambda k, d: store.move(k, d),
+            "copy": lambda k, d: store.copy(k, d),
+        }
+        for op, key, other in ops:
+            try:
+                got = calls[op](key, other)
+            except ParquetryError:
+                continue
+            if op == "get":
+                assert not bytes(got).startswith(b"outside")  # type: ignore[arg-type]
+        assert snapshot_tree(outside) == before
+        for m in store.list():
+            path = base / "root"
+            for segment in m.key.split("/"):
+                path = path / segment
+                assert not path.is_symlink(), m.key
+            assert not store.get(m.key).startswith(b"outside")

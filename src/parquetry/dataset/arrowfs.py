@@ -86,8 +86,14 @@ def pyarrow_dataset(store: Store, schema: pa.Schema, files: Sequence[PlannedFile
         for k, v in pf.partition:
             expr = expr & (pads.field(k) == pa.scalar(v, type=schema.field(k).type))
         exprs.append(expr)
+    if isinstance(store, LocalStore):
+        # pyarrow opens these paths itself and follows links: refuse (UnsafePath) a file that
+        # a link inside the root would take outside it.
+        paths = [str(store.path(pf.key)) for pf in files]
+    else:
+        paths = [root + pf.key for pf in files]
     return pads.FileSystemDataset.from_paths(
-        [root + pf.key for pf in files],
+        paths,
         schema=schema,
         format=pads.ParquetFileFormat(),
         filesystem=fs,

@@ -69,6 +69,11 @@ __all__ = ["LocalStore"]
 
 #: Opens the root, following links: the root path itself is the user's choice.
 _ROOT_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+#: Linux names the path an fd was opened at in /proc/self/fd: one open plus one readlink
+#: prove a path crossed no link, where the segment-by-segment walk costs two calls a segment.
+_FAST = os.path.isdir("/proc/self/fd") and hasattr(os, "O_PATH")
+#: Opens a name itself (a link stays a link) without reading it: what head needs.
+_PATH_FLAGS = getattr(os, "O_PATH", 0) | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _RETRIES = 20  # attempts when a directory vanishes under us (pruned by a concurrent delete)
 
@@ -89,6 +94,7 @@ class LocalStore(Store):
         self.root = Path(root).absolute()
         self.fsync = fsync
         self._root = str(self.root)  # string paths: pathlib costs more than a read
+        self._real: str | None = None  # the root with its links resolved, once needed
 
     @property
     def url(self) -> str:
@@ -164,6 +170,20 @@ class LocalStore(Store):
 
     def _open_object(self, key: str) -> int:
         """An fd of the regular file ``key``, reached without following any link."""
+        fd = self._open_verified(key, FILE_FLAGS)
+        if fd is None:
+            fd = self._open_object_slowly(key)
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not regular:  # a directory, a FIFO...: no object
+            os.close(fd)
+            raise self._not_found(key)
+        return fd
+
+    def _open_object_slowly(self, key: str) -> int:
         parent, _, name = key.rpartition("/")
         dir_fd = self._open_dir(parent, key, create=False)
         try:
@@ -176,15 +196,34 @@ class LocalStore(Store):
             raise self._os_error(key, exc) from exc
         finally:
             os.close(dir_fd)
-        try:
-            regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        except BaseException:
-            os.close(fd)
-            raise
-        if not regular:  # a directory, a FIFO...: no object
-            os.close(fd)
-            raise self._not_found(key)
         return fd
+
+    def _open_verified(self, rel: str, flags: int) -> int | None:
+        """The fast path: open ``root/rel`` in one call and keep the fd only if the kernel
+        resolved it to exactly ``<real root>/rel``. A link in any segment makes the resolved
+        path differ, so a match proves none was crossed, and the fd (not a path) is what is
+        used afterwards: no race. None means: take the walk, which also explains failures."""
+        if not _FAST:
+            return None
+        try:
+            fd = os.open(f"{self._root}/{rel}", flags)
+        except OSError:
+            return None
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+            if opened == f"{self._real_root()}/{rel}":
+                return fd
+            if opened == f"{self._real_root(refresh=True)}/{rel}":  # the root was re-linked
+                return fd
+        except OSError:
+            pass
+        os.close(fd)
+        return None
+
+    def _real_root(self, *, refresh: bool = False) -> str:
+        if self._real is None or refresh:
+            self._real = os.path.realpath(self._root)
+        return self._real
 
     def _lstat(self, name: str, dir_fd: int, key: str) -> os.stat_result:
         """The stat of ``name`` itself; NotFound if missing, UnsafePath if a link."""
@@ -199,6 +238,16 @@ class LocalStore(Store):
         return st
 
     def _head(self, key: str) -> ObjectMeta:
+        fd = self._open_verified(key, _PATH_FLAGS)
+        if fd is not None:
+            try:
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            if stat.S_ISREG(st.st_mode):
+                return meta(key, st)
+            if not stat.S_ISLNK(st.st_mode):
+                raise self._not_found(key)
         parent, _, name = key.rpartition("/")
         dir_fd = self._open_dir(parent, key, create=False)
         try:
@@ -318,6 +367,10 @@ class LocalStore(Store):
         """The fd of the directory ``parent``, opened one segment at a time with
         ``O_NOFOLLOW`` from the root, so no link inside the root is ever followed (the root
         itself may be a link: the user chose it). ``create`` makes missing directories."""
+        if parent:
+            fast = self._open_verified(parent, DIR_FLAGS)
+            if fast is not None:
+                return fast
         try:
             fd = self._open_root(create)
             for segment in parent.split("/") if parent else ():
