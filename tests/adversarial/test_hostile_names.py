@@ -178,12 +178,6 @@ def test_hostile_column_names(kind: str, name: str) -> None:
     _column_case(kind, name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pa.ArrowInvalid,
-    reason="partition/index columns named like '.x' fail in create with a raw ArrowInvalid "
-    "(string sort keys are parsed as field paths); owned by the 'predicates' helper",
-)
 @pytest.mark.parametrize("kind", ["partition", "index"])
 @pytest.mark.parametrize("name", DOT_COLUMNS, ids=repr)
 def test_dotted_column_names(kind: str, name: str) -> None:
@@ -227,11 +221,6 @@ def test_snapshot_write_with_hostile_keys(trapped: LocalStore, key: str) -> None
     assert pds.read_manifest("daily/summary").row_count == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="writing snapshot 'a' deletes a dataset stored at 'a/_staging/keep' (reserved "
-    "names refused only as the last segment); owned by the 'snap' helper",
-)
 def test_snapshot_reserved_names_in_inner_segments() -> None:
     pds = ParquetDatasetStore(MemoryStore())
     nested = works_or_fails_cleanly(lambda: pds.write_dataset(TABLE, "a/_staging/keep"))
