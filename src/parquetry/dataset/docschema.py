@@ -239,6 +239,23 @@ def _footers(footers: Any, out: Problems) -> None:
             out.append(f"{path}.tail: not the tail of a Parquet file of {_short(size)} bytes")
 
 
+def _encryption(enc: Any, out: Problems) -> None:
+    p = "parquetry.encryption"
+    if not _obj(enc, p, out):
+        return
+    _str(enc.get("footer_key"), f"{p}.footer_key", out)
+    keys = enc.get("column_keys", {})
+    if not isinstance(keys, dict) or not all(
+        isinstance(v, list) and all(isinstance(c, str) for c in v) for v in keys.values()
+    ):
+        out.append(f"{p}.column_keys: expected key id -> list of columns, found {_short(keys)}")
+    for name in ("plaintext_footer", "uniform", "double_wrapping"):
+        if name in enc and type(enc[name]) is not bool:
+            out.append(f"{p}.{name}: expected a boolean, found {_short(enc[name])}")
+    if "algorithm" in enc:
+        _str(enc["algorithm"], f"{p}.algorithm", out)
+
+
 # --- per-file statistics ---------------------------------------------------------------------
 
 Check = Callable[[Any], bool]
@@ -389,6 +406,8 @@ def check_document(doc: Any, schema: pa.Schema | None) -> Problems:
             out.append(f"parquetry.metadata_format: expected one of {FORMATS}, found {_short(fmt)}")
         _footers(ext.get("index_footers", {}), out)
         _files(ext.get("files"), out)
+        if ext.get("encryption") is not None:
+            _encryption(ext["encryption"], out)
         if schema is not None:
             out += _schema_references(doc, schema)
     elif ext is not None and not isinstance(ext, dict):
