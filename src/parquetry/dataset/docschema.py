@@ -259,13 +259,13 @@ def _encryption(enc: Any, out: Problems) -> None:
 def _files(files: Any, out: Problems) -> None:
     # Only the shape here: each entry's statistics are checked completely when first decoded
     # (FileInfos), which keeps opening a 10,000-partition dataset as cheap as one parse.
+    # Entries are JSON text; older documents held the decoded lists.
     if not _obj(files, "parquetry.files", out):
         return
-    if not all(type(v) is str for v in files.values()):
-        bad = next(k for k, v in files.items() if type(v) is not str)
-        out.append(
-            f"parquetry.files[{bad!r}]: expected statistics text, found {short_repr(files[bad])}"
-        )
+    if not all(type(v) is str or type(v) is list for v in files.values()):
+        bad = next(k for k, v in files.items() if type(v) is not str and type(v) is not list)
+        found = short_repr(files[bad])
+        out.append(f"parquetry.files[{bad!r}]: expected statistics text, found {found}")
 
 
 # --- everything ------------------------------------------------------------------------------
