@@ -293,6 +293,7 @@ def api_operations() -> list[tuple[str, Callable[[Any], Any]]]:
         ("to_pyarrow_dataset", lambda s: Dataset.open(s, UUID).to_pyarrow_dataset()),
         ("index_pairs", lambda s: Dataset.open(s, UUID).index_pairs("k")),
         ("versions", lambda s: Dataset.open(s, UUID).versions()),
+        ("build_index", lambda s: Dataset.open(s, UUID).build_index("v")),
         ("append", lambda s: Dataset.open(s, UUID).append(_table(4, 100))),
         ("update", lambda s: Dataset.open(s, UUID).update(_table(2, 200), delete_scope=[{"p": 0}])),
         ("repair", lambda s: Dataset.repair(s, UUID)),

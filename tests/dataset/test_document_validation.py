@@ -334,3 +334,12 @@ def test_deep_user_metadata_is_refused() -> None:
         Dataset.create(
             MemoryStore(f"deep-{uuid.uuid4().hex}"), "ds", _table(), metadata={"d": deep}
         )
+
+
+def test_build_index_over_a_corrupt_data_file_is_invalid_format(store: MemoryStore) -> None:
+    ds = _dataset(store)
+    key = _first_data_key(ds)
+    store.put(key, store.get(key)[:-20])
+    with pytest.raises(InvalidFormat) as info:
+        ds.build_index("v")
+    assert info.value.key == key

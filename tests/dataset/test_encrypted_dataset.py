@@ -136,3 +136,13 @@ def test_wrong_keys_are_a_parquetry_error(store: MemoryStore) -> None:
     ds = Dataset.open(store, "ds", decryption=DecryptionSettings(InMemoryKms(wrong)))
     with pytest.raises(ParquetryError):
         ds.read()
+
+
+def test_build_index_on_an_encrypted_dataset(store: MemoryStore) -> None:
+    _create(store)
+    with pytest.raises(EncryptionError):
+        Dataset.open(store, "ds").build_index("ssn")
+    keys = DecryptionSettings(InMemoryKms(KEYS))
+    ds = Dataset.open(store, "ds", decryption=keys).build_index("ssn")
+    assert ds.read(predicates=[[("ssn", "==", "s3")]]).column("v").to_pylist() == [3]
+    assert ds.plan([[("ssn", "==", "s3")]]).pruned_labels()

@@ -308,7 +308,7 @@ class Dataset:
             raise InvalidArgument("a column named 'partition' cannot be indexed (kartothek)")
         from parquetry.dataset.indexbuild import index_builder
 
-        builder = index_builder(self.store, self.schema, column)
+        builder = index_builder(self.store, self.schema, column, self._decryption)
         return self._commit(
             [], operation="build_index", new_indices=[column], index_builder=builder
         )
