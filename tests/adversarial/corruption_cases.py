@@ -15,6 +15,7 @@ import io
 import json
 import math
 import random
+import shutil
 import sys
 import tempfile
 import traceback
@@ -292,6 +293,7 @@ def api_operations() -> list[tuple[str, Callable[[Any], Any]]]:
         ("to_pyarrow_dataset", lambda s: Dataset.open(s, UUID).to_pyarrow_dataset()),
         ("index_pairs", lambda s: Dataset.open(s, UUID).index_pairs("k")),
         ("versions", lambda s: Dataset.open(s, UUID).versions()),
+        ("build_index", lambda s: Dataset.open(s, UUID).build_index("v")),
         ("append", lambda s: Dataset.open(s, UUID).append(_table(4, 100))),
         ("update", lambda s: Dataset.open(s, UUID).update(_table(2, 200), delete_scope=[{"p": 0}])),
         ("repair", lambda s: Dataset.repair(s, UUID)),
@@ -354,19 +356,24 @@ def _emit(**fields: Any) -> None:
 def main(argv: list[str]) -> None:
     kind = argv[0]
     names = argv[1:] or mutation_names(0)
-    for name in names:
-        _emit(case=name, op="-", outcome="begin", detail="")
-        run_case_fresh(kind, name)
+    with tempfile.TemporaryDirectory() as tmp:
+        template = Path(tmp) / "template"
+        key = target_key(build(template, kind), kind)
+        for name in names:
+            _emit(case=name, op="-", outcome="begin", detail="")
+            run_case(kind, name, template, key)
 
 
-def run_case_fresh(kind: str, mutation: str) -> None:
-    """Mutate a fresh dataset; run the CLI on one copy and the API on another."""
+def run_case(kind: str, mutation: str, template: Path, key: str) -> None:
+    """Mutate a fresh copy of the dataset; run the CLI on one copy and the API on another."""
+    from parquetry.store import LocalStore
+
     for phase in ("cli", "api"):
         rng = random.Random(f"{kind}/{mutation}")
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp) / "store"
-            store = build(root, kind)
-            path = root / target_key(store, kind)
+            shutil.copytree(template, root)
+            path = root / key
             path.write_bytes(mutate(kind, mutation, path.read_bytes(), rng))
             if phase == "cli":
                 for name, args in CLI_COMMANDS:
@@ -374,6 +381,7 @@ def run_case_fresh(kind: str, mutation: str) -> None:
                     outcome, detail = run_cli([a.replace("{url}", str(root)) for a in args])
                     _emit(case=mutation, op=name, outcome=outcome, detail=detail)
             else:
+                store = LocalStore(root)
                 for name, op in api_operations():
                     _emit(case=mutation, op=name, outcome="started", detail="")
                     outcome, detail = run_api(op, store)

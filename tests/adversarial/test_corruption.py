@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,39 +32,46 @@ _results: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
 
 def _run_kind(kind: str) -> dict[str, list[dict[str, Any]]]:
-    """Outcomes per mutation of one object kind (running the worker once per kind)."""
-    if kind not in _results:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])
-        proc = subprocess.run(
-            [sys.executable, "-m", "adversarial.corruption_cases", kind, *MUTATIONS],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=env,
-            timeout=WORKER_TIMEOUT,
-            check=False,
-        )
-        by_case: dict[str, list[dict[str, Any]]] = {}
-        for line in proc.stdout.splitlines():
-            row = json.loads(line)
-            by_case.setdefault(row["case"], []).append(row)
-        if proc.returncode != 0:
-            # The process died (pyarrow abort, crash in the harness): blame the running op.
-            last = next(
-                (rows[-1] for rows in reversed(list(by_case.values())) if rows),
-                {"case": "?", "op": "?"},
-            )
-            by_case.setdefault(last["case"], []).append(
-                {
-                    "case": last["case"],
-                    "op": last["op"],
-                    "outcome": "bad",
-                    "detail": f"worker exited {proc.returncode}: {proc.stderr[-1500:]}",
-                }
-            )
-        _results[kind] = by_case
+    """Outcomes per mutation of one object kind (the workers of all kinds run on first use,
+    as many at a time as there are CPUs, at most four)."""
+    if not _results:
+        workers = max(1, min(4, os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            _results.update(zip(KINDS, pool.map(_run_worker, KINDS), strict=True))
     return _results[kind]
+
+
+def _run_worker(kind: str) -> dict[str, list[dict[str, Any]]]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])
+    proc = subprocess.run(
+        [sys.executable, "-m", "adversarial.corruption_cases", kind, *MUTATIONS],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=WORKER_TIMEOUT,
+        check=False,
+    )
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for line in proc.stdout.splitlines():
+        row = json.loads(line)
+        by_case.setdefault(row["case"], []).append(row)
+    if proc.returncode != 0:
+        # The process died (pyarrow abort, crash in the harness): blame the running op.
+        last = next(
+            (rows[-1] for rows in reversed(list(by_case.values())) if rows),
+            {"case": "?", "op": "?"},
+        )
+        by_case.setdefault(last["case"], []).append(
+            {
+                "case": last["case"],
+                "op": last["op"],
+                "outcome": "bad",
+                "detail": f"worker exited {proc.returncode}: {proc.stderr[-1500:]}",
+            }
+        )
+    return by_case
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS)

@@ -102,3 +102,13 @@ def test_bad_statistics_entry_is_a_problem_not_a_crash(local: Lake) -> None:
     local.store.put(version_key("orders", doc["parquetry"]["version"]["number"]), data)
     problems = _problems(local)
     assert any(f"parquetry.files[{label!r}]" in p for p in problems), problems
+
+
+def test_common_metadata_with_invalid_utf8_names(local: Lake) -> None:
+    """Found by the corruption fuzzer: a flipped bit in a column name (UnicodeDecodeError)."""
+    sink = io.BytesIO()
+    pq.write_metadata(pa.schema([("zzzzzz", pa.int64())]), sink, store_schema=False)
+    data = sink.getvalue().replace(b"zzzzzz", b"\xf0zzzzz")
+    local.store.put(common_metadata_key("orders"), data)
+    problems = _problems(local)
+    assert any(p.startswith(common_metadata_key("orders")) for p in problems), problems

@@ -9,6 +9,7 @@ refused before anything is written.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 import math
 import uuid
@@ -334,3 +335,55 @@ def test_deep_user_metadata_is_refused() -> None:
         Dataset.create(
             MemoryStore(f"deep-{uuid.uuid4().hex}"), "ds", _table(), metadata={"d": deep}
         )
+
+
+def test_build_index_over_a_corrupt_data_file_is_invalid_format(store: MemoryStore) -> None:
+    ds = _dataset(store)
+    key = _first_data_key(ds)
+    store.put(key, store.get(key)[:-20])
+    with pytest.raises(InvalidFormat) as info:
+        ds.build_index("v")
+    assert info.value.key == key
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**65), 2**65)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=8)
+    | st.sampled_from(["2020-01-01T00:00:00", "2020-13-01", "1.5", "NaN"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from("pktvx"), inner),
+    max_leaves=12,
+)
+_ENTRY = _JSON | st.tuples(
+    st.integers(-2, 2**64), st.integers(-2, 10), st.dictionaries(st.sampled_from("pktvx"), _JSON)
+).map(list)
+
+
+@settings(max_examples=200, deadline=None)
+@given(entry=_ENTRY)
+def test_any_statistics_entry_is_checked_or_usable(entry: Any) -> None:
+    """Property: an arbitrary per-file statistics entry either raises MetadataCorrupted when
+    decoded, or every column's statistics decode and evaluate against predicates."""
+    from parquetry.dataset.predicates import eval_stats, validate_predicates
+    from parquetry.dataset.stats import decode_stats
+
+    raw = copy.deepcopy(_RAW)
+    for label in raw["parquetry"]["files"]:
+        raw["parquetry"]["files"][label] = json.dumps(entry, allow_nan=True)
+    doc = decode_document(json.dumps(raw).encode(), "json", key="k")
+    assert doc.schema is not None
+    dnf = validate_predicates(
+        [[("k", "==", "k1"), ("v", ">", 1.5), ("t", "<", dt.datetime(2021, 1, 1))]], doc.schema
+    )
+    assert dnf is not None
+    for label in doc.partitions:
+        try:
+            info = doc.files[label]
+        except MetadataCorrupted:
+            continue
+        for lit in dnf[0]:
+            st_ = decode_stats(info.stats, lit.column, doc.schema.field(lit.column).type)
+            if st_ is not None:
+                eval_stats(lit, st_[0], st_[1], st_[2], info.rows)

@@ -15,6 +15,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from parquetry.errors import CapabilityNotSupported, NotFound
+from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.store import LocalStore, Store
 
 if TYPE_CHECKING:
@@ -77,8 +78,15 @@ def arrow_filesystem(store: Store) -> tuple[pafs.FileSystem, str]:
     return pafs.PyFileSystem(_StoreHandler(store)), ""
 
 
-def pyarrow_dataset(store: Store, schema: pa.Schema, files: Sequence[PlannedFile]) -> pads.Dataset:
-    """A ``pyarrow.dataset`` over exactly ``files``, partition values as guarantees."""
+def pyarrow_dataset(
+    store: Store,
+    schema: pa.Schema,
+    files: Sequence[PlannedFile],
+    *,
+    decryption: DecryptionSettings | None = None,
+) -> pads.Dataset:
+    """A ``pyarrow.dataset`` over exactly ``files``, partition values as guarantees
+    (``decryption``: keys for encrypted files)."""
     fs, root = arrow_filesystem(store)
     exprs = []
     for pf in files:
@@ -95,7 +103,16 @@ def pyarrow_dataset(store: Store, schema: pa.Schema, files: Sequence[PlannedFile
     return pads.FileSystemDataset.from_paths(
         paths,
         schema=schema,
-        format=pads.ParquetFileFormat(),
+        format=_format(decryption),
         filesystem=fs,
         partitions=exprs,
     )
+
+
+def _format(decryption: DecryptionSettings | None) -> pads.ParquetFileFormat:
+    if decryption is None:
+        return pads.ParquetFileFormat()
+    options = pads.ParquetFragmentScanOptions(
+        decryption_properties=decryption.file_decryption_properties()
+    )
+    return pads.ParquetFileFormat(default_fragment_scan_options=options)

@@ -39,6 +39,7 @@ def create_from_files(
     metadata_format: str,
     table: str,
     operation: str = "create",
+    encryption: Mapping[str, Any] | None = None,
 ) -> LoadedState:
     for col in (*partition_on, *secondary_indices):
         if col not in schema.names:
@@ -58,6 +59,7 @@ def create_from_files(
         metadata={"creation_time": creation},
         schema=schema,
         metadata_format=metadata_format,
+        encryption=encryption,
     )
     doc = apply_change(
         work,

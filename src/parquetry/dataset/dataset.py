@@ -17,6 +17,7 @@ import pyarrow.dataset as pads
 
 from parquetry.dataset.arrowfs import pyarrow_dataset
 from parquetry.dataset.commit import MAX_RETRIES
+from parquetry.dataset.encrypted import check_keys_for_read, write_options_for
 from parquetry.dataset.gc import GCReport, garbage_collect
 from parquetry.dataset.indices import IndexLookup
 from parquetry.dataset.intents import abandon_files
@@ -190,7 +191,8 @@ class Dataset:
             secondary_indices: Columns to keep an inverted index for.
             metadata: User metadata (JSON values).
             metadata_format: ``"json"`` or ``"msgpack.zstd"``.
-            write_options: Parquet options for the data files.
+            write_options: Parquet options for the data files. Their encryption settings
+                (key ids and columns, not keys) are recorded: appends keep them.
             table: Table name (kartothek's ``"table"``).
         """
         return cls(
@@ -255,6 +257,10 @@ class Dataset:
     # --- writing -------------------------------------------------------------------------
 
     def _write(self, data: Any, write_options: WriteOptions | None) -> list[FileDescription]:
+        # An encrypted dataset stays encrypted: recorded settings + the opener's KMS, or refuse.
+        write_options = write_options_for(
+            self.uuid, self._doc.encryption, write_options, self._decryption
+        )
         return write_files(
             self.store,
             self.uuid,
@@ -285,7 +291,11 @@ class Dataset:
         return Dataset(self.store, state, decryption=self._decryption)
 
     def append(self, data: Any, *, write_options: WriteOptions | None = None) -> Dataset:
-        """Add ``data`` as new partitions (never conflicts with other appends)."""
+        """Add ``data`` as new partitions (never conflicts with other appends).
+
+        On an encrypted dataset the new files get its recorded encryption, with the KMS the
+        dataset was opened with (``decryption=``); without one this raises EncryptionError.
+        """
         return self._commit(self._write(data, write_options), operation="append")
 
     def update(
@@ -314,7 +324,7 @@ class Dataset:
             raise InvalidArgument("a column named 'partition' cannot be indexed (kartothek)")
         from parquetry.dataset.indexbuild import index_builder
 
-        builder = index_builder(self.store, self.schema, column)
+        builder = index_builder(self.store, self.schema, column, self._decryption)
         return self._commit(
             [], operation="build_index", new_indices=[column], index_builder=builder
         )
@@ -366,6 +376,7 @@ class Dataset:
     ) -> pa.Table:
         """One planned file with typed partition columns (schema = ``schema`` projected)."""
         self._check_columns(columns)
+        self._check_keys(columns, None)
         return read_planned_file(
             self.store, self.schema, planned_file, columns=columns, decryption=self._decryption
         )
@@ -375,9 +386,19 @@ class Dataset:
             if c not in self.schema.names:
                 raise UnknownColumn(f"column {c!r} is not in dataset {self.uuid!r}", column=c)
 
+    def _check_keys(self, columns: Sequence[str] | None, plan: ScanPlan | None) -> None:
+        """EncryptionError naming the dataset if the columns to read need keys not given."""
+        if self._doc.encryption is None:
+            return
+        names = set(columns if columns is not None else self.schema.names)
+        names |= {lit.column for conj in (plan.predicates if plan else None) or () for lit in conj}
+        payload = [n for n in self.schema.names if n in names and n not in self.partition_keys]
+        check_keys_for_read(self.uuid, self._doc.encryption, payload, self._decryption)
+
     def _read_tables(self, columns: Sequence[str] | None, predicates: Any) -> Iterator[pa.Table]:
         self._check_columns(columns)
         plan = self.plan(predicates)
+        self._check_keys(columns, plan)
         return read_plan(self.store, self.schema, plan, columns, self._decryption)
 
     def read(self, *, columns: Sequence[str] | None = None, predicates: Any = None) -> pa.Table:
@@ -405,11 +426,13 @@ class Dataset:
         """
         self._check_columns(columns)
         plan = self.plan(predicates)
+        self._check_keys(columns, plan)
         yield from scan_plan(self.store, self.schema, plan, columns, self._decryption)
 
     def to_pyarrow_dataset(self) -> pads.Dataset:
         """A ``pyarrow.dataset`` over exactly this version's files (partition columns typed)."""
-        return pyarrow_dataset(self.store, self.schema, self.plan(None).files)
+        files = self.plan(None).files
+        return pyarrow_dataset(self.store, self.schema, files, decryption=self._decryption)
 
     # --- maintenance ---------------------------------------------------------------------
 

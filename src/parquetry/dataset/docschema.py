@@ -2,14 +2,14 @@
 
 Pointer and version documents are parsed here (JSON or zstd msgpack) and checked
 *completely* before a :class:`~parquetry.dataset.metadata.DatasetDocument` is built from
-them: every field's type and range, the per-file statistics against the column types, index
-file references and the user metadata. Problems are collected with their field paths into
+them: every field's type and range, index file references and footers, the encryption
+entry and the user metadata. Problems are collected with their field paths into
 one :class:`MetadataCorrupted` naming the key; afterwards the model is trusted (no lazy
 ``KeyError``/``TypeError``/``JSONDecodeError`` later).
 
-The per-file statistics (JSON text per partition) are decoded in one ``json.loads`` of
-their concatenation and checked with per-column checkers compiled from the schema, so
-opening a 10,000-partition dataset stays in the tens of milliseconds.
+The per-file statistics (JSON text per partition) are only checked for shape here; each
+entry is checked completely by :mod:`parquetry.dataset.statscheck` when it is first decoded,
+so opening a 10,000-partition dataset costs one parse plus a few milliseconds.
 """
 
 from __future__ import annotations
@@ -19,14 +19,22 @@ import binascii
 import datetime as dt
 import json
 import math
-from collections.abc import Callable, Mapping
-from decimal import Decimal, InvalidOperation
+from collections.abc import Mapping
 from typing import Any
 
 import msgpack
 import pyarrow as pa
 import zstandard
 
+from parquetry.dataset.statscheck import (
+    INT64_MIN,
+    UINT64_MAX,
+    decode_file_entry,
+    file_entry_problems,
+    reject_constant,
+    short_repr,
+    stats_checkers,
+)
 from parquetry.errors import InvalidArgument, MetadataCorrupted
 
 __all__ = [
@@ -48,23 +56,13 @@ MAX_DOCUMENT_BYTES = 1 << 30
 MAX_METADATA_DEPTH = 32
 #: Problems listed in one error before the rest are counted.
 MAX_PROBLEMS = 20
-INT64_MIN, UINT64_MAX = -(2**63), 2**64 - 1
 FORMATS = ("json", "msgpack.zstd")
 
 Problems = list[str]
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _kind(value: Any) -> str:
     return type(value).__name__
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a valid JSON number")
 
 
 def parse_document_bytes(data: bytes, fmt: str, *, key: str) -> Any:
@@ -73,7 +71,7 @@ def parse_document_bytes(data: bytes, fmt: str, *, key: str) -> Any:
         if fmt == "json":
             if len(data) > MAX_DOCUMENT_BYTES:
                 raise ValueError(f"{len(data)} bytes is more than {MAX_DOCUMENT_BYTES}")
-            return json.loads(data, parse_constant=_reject_constant)
+            return json.loads(data, parse_constant=reject_constant)
         size = zstandard.frame_content_size(data)
         if size > MAX_DOCUMENT_BYTES:
             raise ValueError(f"it claims {size} bytes, more than {MAX_DOCUMENT_BYTES}")
@@ -96,7 +94,7 @@ def _json_value_problems(value: Any, path: str, depth: int, out: Problems) -> No
         return
     if isinstance(value, int):
         if not INT64_MIN <= value <= UINT64_MAX:
-            out.append(f"{path}: integer {_short(value)} is outside the 64-bit range")
+            out.append(f"{path}: integer {short_repr(value)} is outside the 64-bit range")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -108,7 +106,7 @@ def _json_value_problems(value: Any, path: str, depth: int, out: Problems) -> No
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
-                out.append(f"{path}: key {_short(k)} is a {_kind(k)}, expected a string")
+                out.append(f"{path}: key {short_repr(k)} is a {_kind(k)}, expected a string")
                 continue
             _json_value_problems(v, f"{path}.{k}", depth + 1, out)
         return
@@ -148,12 +146,12 @@ def _int(value: Any, path: str, out: Problems, *, minimum: int = 0, none: bool =
     if value is None and none:
         return
     if type(value) is not int or not minimum <= value < 2**63:
-        out.append(f"{path}: expected an integer >= {minimum}, found {_short(value)}")
+        out.append(f"{path}: expected an integer >= {minimum}, found {short_repr(value)}")
 
 
 def _str(value: Any, path: str, out: Problems) -> bool:
     if not isinstance(value, str):
-        out.append(f"{path}: expected a string, found {_short(value)}")
+        out.append(f"{path}: expected a string, found {short_repr(value)}")
         return False
     return True
 
@@ -181,7 +179,7 @@ def _partitions(parts: Any, out: Problems) -> None:
             out.append(f"partitions[{label!r}].files: tables {sorted(files)} differ")
         for v in files.values():
             if type(v) is not str:
-                out.append(f"partitions[{label!r}].files: key {_short(v)} is not a string")
+                out.append(f"partitions[{label!r}].files: key {short_repr(v)} is not a string")
 
 
 def _indices(indices: Any, out: Problems) -> None:
@@ -192,11 +190,13 @@ def _indices(indices: Any, out: Problems) -> None:
         if isinstance(ref, str):
             continue
         if not isinstance(ref, dict):
-            out.append(f"{path}: expected an index file key, found {_short(ref)}")
+            out.append(f"{path}: expected an index file key, found {short_repr(ref)}")
             continue
         for value, labels in ref.items():
             if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
-                out.append(f"{path}[{value!r}]: expected a list of labels, found {_short(labels)}")
+                out.append(
+                    f"{path}[{value!r}]: expected a list of labels, found {short_repr(labels)}"
+                )
 
 
 def _version(info: Any, out: Problems) -> None:
@@ -214,7 +214,7 @@ def _version(info: Any, out: Problems) -> None:
         try:
             dt.datetime.fromisoformat(when)
         except ValueError:
-            out.append(f"{p}.committed_at: {_short(when)} is not an ISO timestamp")
+            out.append(f"{p}.committed_at: {short_repr(when)} is not an ISO timestamp")
 
 
 def _footers(footers: Any, out: Problems) -> None:
@@ -236,121 +236,36 @@ def _footers(footers: Any, out: Problems) -> None:
             continue
         size = f.get("size")
         if len(raw) < 12 or raw[-4:] != b"PAR1" or (type(size) is int and len(raw) > size):
-            out.append(f"{path}.tail: not the tail of a Parquet file of {_short(size)} bytes")
+            out.append(f"{path}.tail: not the tail of a Parquet file of {short_repr(size)} bytes")
 
 
-# --- per-file statistics ---------------------------------------------------------------------
-
-Check = Callable[[Any], bool]
-
-
-def _is_int(v: Any) -> bool:
-    return type(v) is int and INT64_MIN <= v <= UINT64_MAX
-
-
-def _is_float(v: Any) -> bool:
-    return (type(v) is float and math.isfinite(v)) or _is_int(v)
-
-
-def _is_iso(parse: Callable[[str], Any]) -> Check:
-    def check(v: Any) -> bool:
-        if type(v) is not str:
-            return False
-        try:
-            parse(v)
-        except ValueError:
-            return False
-        return True
-
-    return check
-
-
-def _is_decimal(v: Any) -> bool:
-    if type(v) is not str:
-        return False
-    try:
-        return Decimal(v).is_finite()
-    except (InvalidOperation, ValueError):
-        return False
-
-
-def _checker(t: pa.DataType) -> Check:
-    """Accepts the JSON values ``encode_value`` writes for a column of type ``t``."""
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_boolean(t):
-        return lambda v: type(v) is bool
-    if pa.types.is_integer(t):
-        return _is_int
-    if pa.types.is_floating(t):
-        return _is_float
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return lambda v: type(v) is str
-    if pa.types.is_timestamp(t):
-        return _is_iso(dt.datetime.fromisoformat)
-    if pa.types.is_date(t):
-        return _is_iso(dt.date.fromisoformat)
-    if pa.types.is_decimal(t):
-        return _is_decimal
-    return lambda v: False  # other types record null counts only
-
-
-def stats_checkers(schema: pa.Schema | None) -> dict[str, Check] | None:
-    """Per-column value checkers for :func:`file_entry_problems` (None: shape only)."""
-    return None if schema is None else {f.name: _checker(f.type) for f in schema}
-
-
-def decode_file_entry(text: Any) -> Any:
-    """One partition's ``[rows, size, statistics]`` from its JSON text (ValueError if bad)."""
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
-def file_entry_problems(entry: Any, checks: Mapping[str, Check] | None, path: str) -> Problems:
-    """Problems of one decoded per-file entry ``[rows, size, {column: [min, max, nulls]}]``."""
-    out: Problems = []
-    if type(entry) is not list or len(entry) != 3:
-        return [f"{path}: expected [rows, size, statistics], found {_short(entry)}"]
-    rows, size, stats = entry
-    for name, value in (("rows", rows), ("size", size)):
-        if type(value) is not int or not 0 <= value < 2**63:
-            out.append(f"{path}: {name} must be an integer >= 0, found {_short(value)}")
-    if type(stats) is not dict:
-        return [*out, f"{path}: statistics must be an object, found {_short(stats)}"]
-    for column, st in stats.items():
-        check = checks.get(column) if checks is not None else _is_any
-        if check is None:
-            out.append(f"{path}.{column}: statistics of a column not in the schema")
-            continue
-        if type(st) is not list or len(st) != 3:
-            out.append(f"{path}.{column}: expected [min, max, nulls], found {_short(st)}")
-            continue
-        lo, hi, nulls = st
-        if type(nulls) is not int or not 0 <= nulls < 2**63:
-            out.append(f"{path}.{column}: null count {_short(nulls)} is not an integer >= 0")
-        if (lo is None) != (hi is None) or not (lo is None or (check(lo) and check(hi))):
-            out.append(f"{path}.{column}: min/max {_short(lo)}, {_short(hi)} do not fit the column")
-    return out
-
-
-def _is_any(v: Any) -> bool:
-    return v is None or isinstance(v, bool | int | str) or (type(v) is float and math.isfinite(v))
+def _encryption(enc: Any, out: Problems) -> None:
+    p = "parquetry.encryption"
+    if not _obj(enc, p, out):
+        return
+    _str(enc.get("footer_key"), f"{p}.footer_key", out)
+    keys = enc.get("column_keys", {})
+    if not isinstance(keys, dict) or not all(
+        isinstance(v, list) and all(isinstance(c, str) for c in v) for v in keys.values()
+    ):
+        out.append(f"{p}.column_keys: expected key id -> list of columns, found {short_repr(keys)}")
+    for name in ("plaintext_footer", "uniform", "double_wrapping"):
+        if name in enc and type(enc[name]) is not bool:
+            out.append(f"{p}.{name}: expected a boolean, found {short_repr(enc[name])}")
+    if "algorithm" in enc:
+        _str(enc["algorithm"], f"{p}.algorithm", out)
 
 
 def _files(files: Any, out: Problems) -> None:
     # Only the shape here: each entry's statistics are checked completely when first decoded
     # (FileInfos), which keeps opening a 10,000-partition dataset as cheap as one parse.
+    # Entries are JSON text; older documents held the decoded lists.
     if not _obj(files, "parquetry.files", out):
         return
-    if not all(type(v) is str for v in files.values()):
-        bad = next(k for k, v in files.items() if type(v) is not str)
-        out.append(
-            f"parquetry.files[{bad!r}]: expected statistics text, found {_short(files[bad])}"
-        )
+    if not all(type(v) is str or type(v) is list for v in files.values()):
+        bad = next(k for k, v in files.items() if type(v) is not str and type(v) is not list)
+        found = short_repr(files[bad])
+        out.append(f"parquetry.files[{bad!r}]: expected statistics text, found {found}")
 
 
 # --- everything ------------------------------------------------------------------------------
@@ -367,7 +282,7 @@ def check_document(doc: Any, schema: pa.Schema | None) -> Problems:
         return [f"(document): expected an object, found {_kind(doc)}"]
     version = doc.get("dataset_metadata_version")
     if type(version) is not int or version != 4:
-        out.append(f"dataset_metadata_version: expected 4, found {_short(version)}")
+        out.append(f"dataset_metadata_version: expected 4, found {short_repr(version)}")
     _str(doc.get("dataset_uuid"), "dataset_uuid", out)
     if "partitions" in doc:
         _partitions(doc["partitions"], out)
@@ -375,7 +290,7 @@ def check_document(doc: Any, schema: pa.Schema | None) -> Problems:
     if keys is not None and (
         not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)
     ):
-        out.append(f"partition_keys: expected a list of strings, found {_short(keys)}")
+        out.append(f"partition_keys: expected a list of strings, found {short_repr(keys)}")
     if doc.get("indices") is not None:
         _indices(doc["indices"], out)
     if doc.get("metadata") is not None:
@@ -386,15 +301,19 @@ def check_document(doc: Any, schema: pa.Schema | None) -> Problems:
         _version(ext.get("version"), out)
         fmt = ext.get("metadata_format", "json")
         if fmt not in FORMATS:
-            out.append(f"parquetry.metadata_format: expected one of {FORMATS}, found {_short(fmt)}")
+            out.append(
+                f"parquetry.metadata_format: expected one of {FORMATS}, found {short_repr(fmt)}"
+            )
         _footers(ext.get("index_footers", {}), out)
         _files(ext.get("files"), out)
+        if ext.get("encryption") is not None:
+            _encryption(ext["encryption"], out)
         if schema is not None:
             out += _schema_references(doc, schema)
     elif ext is not None and not isinstance(ext, dict):
         out.append(f"parquetry: expected an object, found {_kind(ext)}")
     elif ext is not None:
-        out.append(f"parquetry.format: expected 1, found {_short(ext.get('format'))}")
+        out.append(f"parquetry.format: expected 1, found {short_repr(ext.get('format'))}")
     return out
 
 

@@ -10,26 +10,29 @@ from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from parquetry.dataset.indices import IndexData, build_pairs, merge_index
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.schema import normalise_type
+from parquetry.parquet.encryption import DecryptionSettings
+from parquetry.parquet.files import read_table
 from parquetry.store import Store
 
 __all__ = ["index_builder"]
 
 
 def index_builder(
-    store: Store, schema: pa.Schema, column: str
+    store: Store, schema: pa.Schema, column: str, decryption: DecryptionSettings | None = None
 ) -> Callable[[DatasetDocument], dict[str, IndexData]]:
     t = normalise_type(schema.field(column).type)
     cache: dict[str, pa.Array] = {}
 
     def values(label: str, key: str) -> pa.Array:
         if label not in cache:
-            pf = pq.ParquetFile(store.open(key))
-            col = pf.read(columns=[column]).column(column).combine_chunks()
+            # Through the raw footer check: corrupt files raise InvalidFormat naming the key,
+            # encrypted ones need ``decryption``.
+            read = read_table(store.open(key), columns=[column], decryption=decryption)
+            col = read.column(column).combine_chunks()
             cache[label] = pc.unique(col.drop_null()).cast(t)
         return cache[label]
 

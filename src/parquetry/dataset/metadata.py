@@ -206,6 +206,9 @@ class DatasetDocument:
     version: VersionInfo | None = None
     metadata_format: str = "json"
     index_footers: Mapping[str, IndexFooter] = field(default_factory=dict)
+    #: The data files' encryption (:meth:`EncryptionSettings.to_json`: master key ids and
+    #: encrypted columns, never key material), or None for plaintext datasets.
+    encryption: Mapping[str, Any] | None = None
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -232,6 +235,8 @@ class DatasetDocument:
                 "files": self.files.to_json(),
                 "index_footers": {c: f.to_json() for c, f in self.index_footers.items()},
             }
+            if self.encryption is not None:
+                out[EXTENSION_KEY]["encryption"] = dict(self.encryption)
         return out
 
     @classmethod
@@ -258,7 +263,7 @@ class DatasetDocument:
         }
         keys = doc.get("partition_keys")
         ext = doc.get(EXTENSION_KEY)
-        files = info = None
+        files = info = encryption = None
         footers = {}
         fmt = metadata_format
         if not isinstance(schema, pa.Schema):
@@ -268,6 +273,7 @@ class DatasetDocument:
             files = FileInfos(ext["files"], owned=True, key=key, checks=stats_checkers(schema))
             fmt = ext.get("metadata_format", metadata_format)
             footers = {c: IndexFooter.from_json(f) for c, f in ext.get("index_footers", {}).items()}
+            encryption = ext.get("encryption")
         return cls(
             uuid=str(doc["dataset_uuid"]),
             partitions=partitions,
@@ -280,6 +286,7 @@ class DatasetDocument:
             version=info,
             metadata_format=fmt,
             index_footers=footers,
+            encryption=encryption,
         )
 
 

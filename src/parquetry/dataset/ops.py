@@ -13,7 +13,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from parquetry.dataset.commit import now_iso
 from parquetry.dataset.indices import IndexData, build_pairs, load_index, merge_index, write_index
@@ -22,6 +21,7 @@ from parquetry.dataset.predicates import Literal, eval_scalar
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
 from parquetry.errors import CommitConflict, InvalidArgument, PredicateError
+from parquetry.parquet.files import read_table
 from parquetry.store import Store
 
 __all__ = ["apply_change", "change_maker", "labels_in_scope", "partition_values_of"]
@@ -55,7 +55,7 @@ def _file_index_values(store: Store, fd: FileDescription, column: str) -> pa.Arr
     part = dict(fd.partition)
     if column in part:
         return pa.array([part[column]])
-    table = pq.read_table(store.open(fd.key, size=fd.size), columns=[column])
+    table = read_table(store.open(fd.key, size=fd.size), columns=[column])
     return pc.unique(table.column(column).combine_chunks().drop_null())
 
 

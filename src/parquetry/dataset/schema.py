@@ -130,7 +130,7 @@ def read_common_metadata(data: bytes, key: str) -> pa.Schema:
     """The schema of a ``_common_metadata`` file, without pandas metadata or index columns."""
     try:
         schema = pq.read_schema(pa.BufferReader(data))
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: bad UTF-8 names
         raise MetadataCorrupted(f"{key}: not a Parquet schema file: {exc}", key=key) from None
     keep = [f for f in schema if not f.name.startswith(INDEX_LEVEL_PREFIX)]
     return pa.schema(keep)

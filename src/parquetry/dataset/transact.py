@@ -78,6 +78,9 @@ def create_dataset(
         metadata=metadata,
         metadata_format=metadata_format,
         table=table,
+        encryption=write_options.encryption.to_json()
+        if write_options is not None and write_options.encryption is not None
+        else None,
     )
 
 
