@@ -13,7 +13,7 @@ import itertools
 import random
 import threading
 import time
-import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -21,7 +21,7 @@ import pytest
 from snapshot_helpers import keys_under
 
 from parquetry import CommitConflict, DatasetIncomplete, ParquetDatasetStore, ParquetryError
-from parquetry.store import MemoryStore, ObjectMeta, PutMode, Store
+from parquetry.store import ObjectMeta, PutMode, Store
 from parquetry.store.wrappers import WrapperStore
 from parquetry.testing import FaultyStore
 
@@ -174,10 +174,13 @@ def test_concurrent_overwrites_and_repairs(any_store: Store, writers: int) -> No
     ]
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_concurrent_overwrites_with_a_fault(seed: int) -> None:
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kind", ["memory", "local", "s3"])
+def test_concurrent_overwrites_with_a_fault(
+    store_factory: Callable[[str], Store], kind: str, seed: int
+) -> None:
     rng = random.Random(seed)
-    inner = MemoryStore(f"race-{uuid.uuid4().hex}")
+    inner = store_factory(kind)
     _setup(inner)
     jitter = Jitter(inner)
     # Writers go through the faulty store, repairs do not: the fault hits a write.
