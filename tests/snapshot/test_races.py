@@ -1,6 +1,7 @@
-"""Concurrent overwrites of one snapshot, with concurrent ``repair()`` calls: the snapshot
-always ends at the last acknowledged write or a newer one, losers get ``CommitConflict``,
-and the key never needs a hand (issue 11).
+"""Concurrent overwrites of one snapshot, with concurrent ``repair()`` and garbage
+collection (``parquetry gc``) calls: the snapshot always ends at the last acknowledged
+write or a newer one, losers get ``CommitConflict``, and the key never needs a hand
+(issue 11).
 
 Each writer writes a table holding its own id, so the final content names the write that
 won. The oracle: the winner was attempted, reads whole, and no acknowledged write started
@@ -101,18 +102,24 @@ def _race(
                 ok = False
             log.writes[write_id] = (start, log.tick(), ok)
 
-    def repair() -> None:
+    def repair(n: int) -> None:
         pds = ParquetDatasetStore(repair_store or store)
         while not done.is_set():
             try:
-                pds.repair(KEY)
+                if n % 2:
+                    # parquetry gc --retention 0, under the switch lock: stray files go,
+                    # staged writes younger than the switch lease stay.
+                    pds.collect_garbage(KEY, retention=0)
+                    time.sleep(0.05)  # it holds the lock: back to back, writers would starve
+                else:
+                    pds.repair(KEY)
             except allowed:
                 pass
             except BaseException as exc:  # reported by the test
                 log.unexpected.append(exc)
 
     threads = [threading.Thread(target=write, args=(n + 1,)) for n in range(writers)]
-    helpers = [threading.Thread(target=repair) for _ in range(repairers)]
+    helpers = [threading.Thread(target=repair, args=(n,)) for n in range(repairers)]
     for t in helpers + threads:
         t.start()
     for t in threads:

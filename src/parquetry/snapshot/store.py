@@ -248,8 +248,10 @@ class ParquetDatasetStore:
         return completed
 
     def collect_garbage(self, key: str, *, retention: float) -> list[str]:
-        """Delete files directly under ``{key}/`` that the manifest does not list and staged
-        writes idle for ``retention`` seconds; returns the deleted keys.
+        """Delete files directly under ``{key}/`` that the manifest does not list, older than
+        ``retention`` seconds, and staged writes idle for ``retention`` (never less than
+        ``switch_lease``: a writer may be between staging and switching); returns the
+        deleted keys.
 
         Raises:
             NotFound: no manifest. CommitConflict: a write is switching the dataset, or
