@@ -7,6 +7,8 @@ The protocol itself is in :mod:`parquetry.snapshot.switch`, the lock in
 from __future__ import annotations
 
 import contextlib
+import random
+import time
 
 from parquetry.errors import (
     AlreadyExists,
@@ -18,7 +20,7 @@ from parquetry.errors import (
 )
 from parquetry.snapshot import layout
 from parquetry.snapshot.journal import PartMove, SwitchJournal
-from parquetry.snapshot.lock import acquire, inspect, release_if_mine, takeover
+from parquetry.snapshot.lock import Held, acquire, inspect, release_if_mine, takeover
 from parquetry.snapshot.maintain import Timing, settle
 from parquetry.snapshot.manifest import DatasetManifest, StagedPart
 from parquetry.snapshot.switch import complete
@@ -99,9 +101,7 @@ def switch(
     """Take the switch lock and carry ``journal`` out; ``own_staging``: drop the write's
     staged parts when it loses before its journal exists."""
     try:
-        held = acquire(store, key, journal, timing.lease)
-        if held is None and settle(store, key, timing, owner):  # an abandoned switch was in the way
-            held = acquire(store, key, journal, timing.lease)
+        held = _acquire_waiting(store, key, journal, timing, owner)
     except BaseException:
         # Did the journal get written (a lost acknowledgement)? Then it is released and
         # its staging belongs to whoever completes it.
@@ -122,6 +122,30 @@ def switch(
             key=key,
         )
     return journal.manifest
+
+
+#: How long a write waits for a running switch (or cleanup) to finish before it gives up
+#: with CommitConflict: switches take milliseconds to a few requests' time.
+WAIT_SECONDS = 2.0
+
+
+def _acquire_waiting(
+    store: Store, key: str, journal: SwitchJournal, timing: Timing, owner: str
+) -> Held | None:
+    """Take the lock, completing an abandoned switch in the way, and waiting (bounded,
+    with jittered backoff) for a live one to finish."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    pause = 0.005
+    while True:
+        held = acquire(store, key, journal, timing.lease)
+        if held is not None:
+            return held
+        if settle(store, key, timing, owner):  # an abandoned switch was in the way
+            continue
+        if time.monotonic() + pause > deadline:
+            return None
+        time.sleep(pause * (0.5 + random.random()))
+        pause = min(pause * 2, 0.2)
 
 
 def abort_staging(store: Store, key: str, write_id: str) -> None:
