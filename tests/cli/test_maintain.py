@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,6 +15,7 @@ from cli_helpers import ORDERS, Lake
 
 from parquetry import Dataset, ParquetDatasetStore
 from parquetry.dataset.naming import metadata_key
+from parquetry.store import LocalStore
 
 
 def test_validate_healthy(lake: Lake) -> None:
@@ -134,12 +137,22 @@ def test_gc_snapshot_spares_nested_datasets(lake: Lake) -> None:
 
 
 def test_gc_snapshot_orphans(lake: Lake) -> None:
-    lake.store.put("daily/summary/_staging/w9/part-00000.parquet", b"x" * 10)
+    staged = "daily/summary/_staging/w9/part-00000.parquet"
+    lake.store.put(staged, b"x" * 10)
+    lake.store.put("daily/summary/part-00042.parquet", b"y" * 10)  # a crashed writer's
     young = lake.run("gc", "daily/summary", "--dry-run")
     assert "would delete 0 objects" in young.stdout
     old = lake.run("gc", "daily/summary", "--retention", "0")
-    assert "deleted daily/summary/_staging/w9/part-00000.parquet (10 B)" in old.stdout
+    assert "deleted daily/summary/part-00042.parquet (10 B)" in old.stdout
+    # A staged write younger than the switch lease may be about to switch: kept.
     assert "deleted 1 objects, 10 B (10 bytes)" in old.stdout
+    assert lake.store.exists(staged)
+    if isinstance(lake.store, LocalStore):  # staging idle for longer than the lease goes
+        then = time.time() - 120
+        os.utime(lake.store.root / staged, (then, then))
+        idle = lake.run("gc", "daily/summary", "--retention", "0")
+        assert f"deleted {staged} (10 B)" in idle.stdout
+        assert not lake.store.exists(staged)
     assert lake.run("scan", "daily/summary", "-f", "json").stdout.count("\n") == 4
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -16,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parquetry import ParquetDatasetStore, ParquetryError
+from parquetry import ManifestCorrupted, ParquetDatasetStore, ParquetryError
 from parquetry.cli.targets import find_datasets
-from parquetry.store import MemoryStore, Store
+from parquetry.store import LocalStore, MemoryStore, Store
 from parquetry.testing import FaultyStore
 
 KEY = "c/ds"
@@ -27,8 +29,12 @@ NEW = pa.table({"id": [7], "v": ["new"]})
 OBJECTS = ("manifest.json", "_SUCCESS", "_parquetry_switch.json")
 
 
-def _dataset(with_journal: bool) -> Store:
-    store = MemoryStore(f"corrupt-{uuid.uuid4().hex}")
+def _dataset(with_journal: bool, kind: str = "memory") -> Store:
+    store: Store
+    if kind == "local":
+        store = LocalStore(tempfile.mkdtemp(prefix="corrupt-"), fsync=False)
+    else:
+        store = MemoryStore(f"corrupt-{uuid.uuid4().hex}")
     ParquetDatasetStore(store, max_rows_per_file=2).write_dataset(OLD, KEY)
     if with_journal:
         # A write that failed right after deciding: its journal stays (released).
@@ -39,8 +45,9 @@ def _dataset(with_journal: bool) -> Store:
     return store
 
 
+hostile_text = st.sampled_from(["\ud800", "../x", "a/b", "", ".", "\x00", "data.parquet"])
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | hostile_text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
     max_leaves=8,
 )
@@ -145,12 +152,17 @@ def _every_operation(store: Store) -> list[str]:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(target=st.sampled_from(OBJECTS), journal=st.booleans(), mutation=mutations())
+@given(
+    target=st.sampled_from(OBJECTS),
+    journal=st.booleans(),
+    kind=st.sampled_from(["memory", "local"]),
+    mutation=mutations(),
+)
 def test_corrupt_metadata_gives_parquetry_errors(
-    target: str, journal: bool, mutation: tuple[str, Callable[[bytes], bytes]]
+    target: str, journal: bool, kind: str, mutation: tuple[str, Callable[[bytes], bytes]]
 ) -> None:
     label, mutate = mutation
-    store = _dataset(with_journal=journal or target == "_parquetry_switch.json")
+    store = _dataset(with_journal=journal or target == "_parquetry_switch.json", kind=kind)
     key = f"{KEY}/{target}"
     store.put(key, mutate(store.get(key)))
     _every_operation(store)
@@ -162,6 +174,8 @@ def test_corrupt_metadata_gives_parquetry_errors(
     fresh.write_dataset(NEW, KEY, overwrite=True)
     assert fresh.read_dataset(KEY).equals(NEW), label
     assert fresh.repair(KEY) is False
+    if isinstance(store, LocalStore):
+        shutil.rmtree(store.root)
 
 
 def test_garbage_success_marker_is_just_a_marker() -> None:
@@ -200,5 +214,19 @@ def test_corrupt_manifest_named_and_overwritable() -> None:
     assert info.value.key == KEY
     with pytest.raises(ParquetryError, match=KEY):
         pds.read_manifest(KEY)
+    pds.write_dataset(NEW, KEY, overwrite=True)
+    assert pds.read_dataset(KEY).equals(NEW)
+
+
+@pytest.mark.parametrize("name", ["\ud800x", "../x", "a/b", "", "\x00"])
+def test_manifest_part_names_that_name_no_file(local_store: Store, name: str) -> None:
+    pds = ParquetDatasetStore(local_store)
+    pds.write_dataset(OLD, KEY)
+    doc = json.loads(local_store.get(f"{KEY}/manifest.json"))
+    doc["parts"] = [name]
+    local_store.put(f"{KEY}/manifest.json", json.dumps(doc).encode())
+    with pytest.raises(ManifestCorrupted, match="invalid part names") as info:
+        pds.read_dataset(KEY)
+    assert info.value.key == KEY
     pds.write_dataset(NEW, KEY, overwrite=True)
     assert pds.read_dataset(KEY).equals(NEW)

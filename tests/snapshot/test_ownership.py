@@ -9,6 +9,7 @@ import pytest
 from snapshot_helpers import keys_under
 
 from parquetry import DatasetIncomplete, InvalidKey, ParquetDatasetStore
+from parquetry.errors import InvalidArgument
 from parquetry.store import ObjectMeta, PutMode, Store
 from parquetry.testing import FaultyStore
 
@@ -89,3 +90,10 @@ def test_killed_writer_switch_completed_after_its_lease(memory_store: Store) -> 
     assert expired.repair("ds") is True
     assert expired.read_dataset("ds").equals(NEW)
     assert keys_under(memory_store, "ds") == ["ds/_SUCCESS", "ds/data.parquet", "ds/manifest.json"]
+
+
+@pytest.mark.parametrize("option", ["switch_lease", "staging_grace"])
+@pytest.mark.parametrize("value", [-1, float("inf"), float("nan"), "60", True])
+def test_lease_and_grace_checked(memory_store: Store, option: str, value: object) -> None:
+    with pytest.raises(InvalidArgument, match=option):
+        ParquetDatasetStore(memory_store, **{option: value})  # type: ignore[arg-type]

@@ -108,7 +108,14 @@ class Held:
                 key=self.key,
             )
         if time.monotonic() - self._since > self.lease / 2:
-            self._put(self.journal)
+            try:
+                self._put(self.journal)
+            except (PreconditionFailed, NotFound):
+                raise CommitConflict(
+                    f"the switch of snapshot {self.key!r} was taken over while renewing its "
+                    f"lease of {self.lease:g} s",
+                    key=self.key,
+                ) from None
 
     def release(self) -> None:
         """Best effort: mark the journal released so others complete it at once."""

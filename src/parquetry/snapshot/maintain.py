@@ -108,7 +108,8 @@ def delete_snapshot(store: Store, key: str, timing: Timing, owner: str) -> None:
 def collect_garbage(
     store: Store, key: str, retention: float, timing: Timing, owner: str
 ) -> list[str]:
-    """Delete stray files and staged writes idle for ``retention`` seconds; returns them.
+    """Delete stray files older than ``retention`` seconds and staged writes idle for
+    ``retention`` (at least the switch lease); returns them.
 
     Raises CommitConflict (naming ``key``) while a switch holds the lock.
     """
@@ -134,7 +135,10 @@ def collect_garbage(
             if o.key not in keep
             and (o.modified is None or (now - o.modified).total_seconds() >= retention)
         ]
-        doomed = sorted(stray + stale_staging(store, key, retention))
+        # A writer between its last staged part and its switch looks idle: staging younger
+        # than the switch lease is never presumed dead, whatever the retention.
+        staged = stale_staging(store, key, max(retention, timing.lease))
+        doomed = sorted(stray + staged)
         store.delete_many(doomed, missing_ok=True)
     finally:
         held.finish()

@@ -115,6 +115,17 @@ def _committed_manifest(store: Store, key: str) -> bytes:
         ) from None
 
 
+def _plain_name(name: str) -> bool:
+    """A part name that is one key segment (lone surrogates cannot name a file)."""
+    if not name or "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _present_parts(
     store: Store, key: str, manifest: DatasetManifest, max_workers: int
 ) -> list[_Part]:
@@ -123,7 +134,7 @@ def _present_parts(
         raise ManifestCorrupted(
             f"{manifest_key(key)} lists no parts", reason="empty parts", key=key
         )
-    bad = [n for n in names if not n or "/" in n or "\\" in n or n in (".", "..") or "\0" in n]
+    bad = [n for n in names if not _plain_name(n)]
     if bad:
         raise ManifestCorrupted(
             f"{manifest_key(key)} lists invalid part names {bad}",

@@ -3,7 +3,6 @@ parquetry's Store, but crash-safe, parallel, range-reading and streaming."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from collections.abc import Sequence
@@ -13,22 +12,17 @@ import pyarrow as pa
 from parquetry.errors import (
     AlreadyExists,
     CapabilityNotSupported,
-    CommitConflict,
-    DatasetIncomplete,
     InvalidArgument,
     NotFound,
-    ParquetryError,
 )
 from parquetry.parquet.options import WriteOptions
-from parquetry.snapshot import layout, maintain
+from parquetry.snapshot import commit, layout, maintain
 from parquetry.snapshot.direct import can_stage, settle_direct, write_direct
 from parquetry.snapshot.inputs import as_arrow_input
-from parquetry.snapshot.journal import PartMove, SwitchJournal
-from parquetry.snapshot.lock import acquire, inspect, release_if_mine, takeover
+from parquetry.snapshot.journal import SwitchJournal
 from parquetry.snapshot.manifest import DatasetManifest, StagedPart
 from parquetry.snapshot.reader import parse_manifest, read_snapshot
 from parquetry.snapshot.stage import PartStager
-from parquetry.snapshot.switch import complete
 from parquetry.snapshot.validate import (
     check_columns,
     check_compression,
@@ -176,7 +170,7 @@ class ParquetDatasetStore:
             staged = stager.stage_input(source, self._max_rows_per_file)
             journal = self._journal(key, write_id, staged, overwrite, run_id, metadata)
         except BaseException:
-            self._abort_quietly(key, write_id)
+            commit.abort_staging(self._store, key, write_id)
             raise
         return self._switch(key, journal, own_staging=True)
 
@@ -254,8 +248,10 @@ class ParquetDatasetStore:
         return completed
 
     def collect_garbage(self, key: str, *, retention: float) -> list[str]:
-        """Delete files directly under ``{key}/`` that the manifest does not list and staged
-        writes idle for ``retention`` seconds; returns the deleted keys.
+        """Delete files directly under ``{key}/`` that the manifest does not list, older than
+        ``retention`` seconds, and staged writes idle for ``retention`` (never less than
+        ``switch_lease``: a writer may be between staging and switching); returns the
+        deleted keys.
 
         Raises:
             NotFound: no manifest. CommitConflict: a write is switching the dataset, or
@@ -316,7 +312,7 @@ class ParquetDatasetStore:
             return retried
         self._settle(key)
         self._refuse_existing(key, overwrite)
-        self._check_staged(key, write_id, parts)
+        commit.check_staged(self._store, key, write_id, parts, max_workers=self._max_workers)
         journal = self._journal(key, write_id, parts, overwrite, run_id, metadata)
         return self._switch(key, journal, own_staging=False)
 
@@ -330,8 +326,7 @@ class ParquetDatasetStore:
         self._store.require(Capability.DELETE, Capability.LIST)
         if self._resume(key, write_id) is not None:
             return
-        prefix = layout.write_staging_prefix(key, write_id)
-        self._store.delete_many([m.key for m in self._store.list(prefix)], missing_ok=True)
+        commit.abort_staging(self._store, key, write_id)
 
     # --- internals -------------------------------------------------------------------------
 
@@ -371,21 +366,7 @@ class ParquetDatasetStore:
             )
 
     def _resume(self, key: str, write_id: str) -> DatasetManifest | None:
-        """Complete write ``write_id``'s own switch if it was interrupted (a retry)."""
-        pending = inspect(self._store, key)
-        if pending is None or pending.journal is None or pending.journal.write_id != write_id:
-            return None
-        held = takeover(self._store, key, pending, self.new_write_id(), self._timing.lease)
-        if held is None:
-            raise CommitConflict(
-                f"write {write_id!r} to dataset {key!r} is being switched right now", key=key
-            )
-        outcome = complete(held, max_workers=self._max_workers, grace=self._timing.grace)
-        if outcome != "committed":
-            raise CommitConflict(
-                f"write {write_id!r} to dataset {key!r} was discarded ({outcome})", key=key
-            )
-        return held.journal.manifest
+        return commit.resume(self._store, key, write_id, self._timing, self.new_write_id())
 
     def _journal(
         self,
@@ -396,71 +377,17 @@ class ParquetDatasetStore:
         run_id: str | None,
         metadata: dict[str, str] | None,
     ) -> SwitchJournal:
-        """The decision a switch carries out: parts, final names and the new manifest."""
-        hashes = {p.schema_hash for p in parts}
-        if len(hashes) != 1:
-            raise InvalidArgument(f"staged parts of {key!r} have different schemas", key=key)
-        names = layout.part_names(len(parts))
-        manifest = DatasetManifest.for_parts(
-            key, names, parts, compression=self._compression, run_id=run_id, metadata=metadata
+        return commit.build_journal(
+            key,
+            write_id,
+            parts,
+            overwrite=overwrite,
+            compression=self._compression,
+            run_id=run_id,
+            metadata=metadata,
         )
-        moves = tuple(
-            PartMove(staged=p.name, final=n, size=p.size) for p, n in zip(parts, names, strict=True)
-        )
-        return SwitchJournal(
-            write_id=write_id, manifest_json=manifest.to_json(), moves=moves, overwrite=overwrite
-        )
-
-    def _check_staged(self, key: str, write_id: str, parts: list[StagedPart]) -> None:
-        def size(part: StagedPart) -> int | None:
-            try:
-                return self._store.head(layout.staged_key(key, write_id, part.name)).size
-            except NotFound:
-                return None
-
-        sizes = self._store.map_concurrent(size, parts, max_workers=self._max_workers)
-        bad = [p.name for p, s in zip(parts, sizes, strict=True) if s != p.size]
-        if bad:
-            raise DatasetIncomplete(
-                f"staged parts {bad} of write {write_id!r} to {key!r} are missing or differ "
-                f"from their receipts",
-                key=key,
-            )
 
     def _switch(self, key: str, journal: SwitchJournal, *, own_staging: bool) -> DatasetManifest:
-        """Take the switch lock and carry ``journal`` out (see :mod:`.switch`)."""
-        store, lease = self._store, self._timing.lease
-        try:
-            held = acquire(store, key, journal, lease)
-            if held is None and self._settle(key):  # an abandoned switch was in the way
-                held = acquire(store, key, journal, lease)
-        except BaseException:
-            # Did the journal get written (a lost acknowledgement)? Then it is released
-            # and its staging belongs to whoever completes it.
-            if own_staging and release_if_mine(store, key, journal.holder) is False:
-                self._abort_quietly(key, journal.write_id)
-            raise
-        if held is None:
-            if own_staging:
-                self._abort_quietly(key, journal.write_id)
-            raise CommitConflict(
-                f"another write to dataset {key!r} is switching right now", key=key
-            )
-        outcome = complete(held, max_workers=self._max_workers, grace=self._timing.grace)
-        if outcome == "exists":
-            raise AlreadyExists(
-                f"Dataset already exists at {key!r}", key=key, store=self._store.url
-            )
-        if outcome != "committed":
-            raise CommitConflict(
-                f"staged parts of write {journal.write_id!r} to {key!r} were removed (by "
-                f"repair or garbage collection) before its switch; the dataset is unchanged",
-                key=key,
-            )
-        return journal.manifest
-
-    def _abort_quietly(self, key: str, write_id: str) -> None:
-        # What stays behind (a failing store) is abandoned staging: cleaned after the grace.
-        prefix = layout.write_staging_prefix(key, write_id)
-        with contextlib.suppress(ParquetryError):
-            self._store.delete_many([m.key for m in self._store.list(prefix)], missing_ok=True)
+        return commit.switch(
+            self._store, key, journal, self._timing, self.new_write_id(), own_staging=own_staging
+        )
