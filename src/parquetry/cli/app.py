@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -20,7 +21,7 @@ import typer
 from typer._click import exceptions as click_exc
 from typer.core import TyperGroup
 
-from parquetry.errors import ParquetryError
+from parquetry.errors import ParquetryError, ParquetryWarning
 
 __all__ = ["EXIT_INTERNAL", "app", "main"]
 
@@ -56,6 +57,23 @@ class ParquetryGroup(TyperGroup):
 
 
 def _guarded(invoke: Any) -> int:
+    # parquetry's warnings (e.g. a corrupted pointer read through its version documents) are
+    # news for the user: one line each, once per command, never a traceback or an exit code.
+    seen: set[str] = set()
+
+    def warn_line(message: Warning | str, *_args: Any, **_kwargs: Any) -> None:
+        text = " ".join(str(message).split())
+        if text not in seen:
+            seen.add(text)
+            typer.echo(f"warning: {text}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ParquetryWarning)
+        warnings.showwarning = warn_line
+        return _run_guarded(invoke)
+
+
+def _run_guarded(invoke: Any) -> int:
     try:
         result = invoke()
     except click_exc.NoArgsIsHelpError as exc:
