@@ -1,15 +1,18 @@
 """The ``parquetry`` data source on a real local[2,2] session: round trips of every type,
-modes, layouts, pushdown pruning (files read, not just rows), versions and the helpers."""
+modes, layouts, pruning by option ``predicates`` (files read, not just rows), versions and
+the helpers."""
 
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from parquetry.dataset import Dataset
+from parquetry.dataset.predicates import dnf_to_json
 from parquetry.snapshot import ParquetDatasetStore
 from parquetry.spark import read_dataset, write_dataset
 from parquetry.store import open_store
@@ -110,7 +113,9 @@ def _traced_keys(directory: Path) -> list[str]:
     return sorted(k for f in directory.glob("*.txt") for k in f.read_text().split("\n") if k)
 
 
-def test_pushdown_reads_only_the_planned_files(spark: Any, lake: str, tmp_path: Path) -> None:
+def test_predicates_option_reads_only_the_planned_files(
+    spark: Any, lake: str, tmp_path: Path
+) -> None:
     df = spark.range(0, 2000, numPartitions=2).selectExpr(
         "id", "cast(id % 10 as string) as part", "id % 97 as customer"
     )
@@ -118,17 +123,20 @@ def test_pushdown_reads_only_the_planned_files(spark: Any, lake: str, tmp_path: 
     all_files = {pf.key for pf in Dataset.open(open_store(lake), "pruned").plan().files}
     assert len(all_files) == 20  # 10 partitions x 2 tasks
     trace = tmp_path / "trace"
-    query = _source(spark, lake, dataset="pruned", trace_reads=str(trace)).load()
-    rows = query.filter("part = '3' and customer = 13").collect()
+    predicates = json.dumps(dnf_to_json([[("part", "==", "3"), ("customer", "==", 13)]]))
+    query = _source(
+        spark, lake, dataset="pruned", trace_reads=str(trace), predicates=predicates
+    ).load()
+    rows = query.collect()
     assert sorted(r.id for r in rows) == [i for i in range(2000) if i % 10 == 3 and i % 97 == 13]
     read = _traced_keys(trace)
     assert 0 < len(read) <= 2
     assert all("part=3/" in key for key in read)
-    # The filters are exact, so Spark keeps no Filter node of its own above the scan.
-    plan = query.filter("part = '3'")._jdf.queryExecution().executedPlan().toString()
-    assert "Filter (" not in plan
-    # A float comparison stays with Spark and still gives Spark's answer.
-    assert query.filter("cast(id as double) / 2 > 999.0").count() == 1
+    # Spark keeps its own filters: the reader takes none of them (see docs/spark.md).
+    full = _source(spark, lake, dataset="pruned").load()
+    plan = full.filter("part = '3'")._jdf.queryExecution().executedPlan().toString()
+    assert "Filter (" in plan
+    assert full.filter("cast(id as double) / 2 > 999.0").count() == 1
 
 
 def test_reading_with_pushdown_switched_off(spark: Any, lake: str, tmp_path: Path) -> None:
@@ -139,7 +147,7 @@ def test_reading_with_pushdown_switched_off(spark: Any, lake: str, tmp_path: Pat
         trace = tmp_path / "trace"
         query = _source(spark, lake, dataset="nopush", trace_reads=str(trace)).load()
         assert query.filter("part = '1'").count() == 100
-        # No pruning without pushdown, but no failure either.
+        # Nothing depends on the conf: every planned file is read, Spark filters the rows.
         assert _traced_keys(trace) == sorted(pf.key for pf in ds.plan().files)
     finally:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
@@ -162,12 +170,6 @@ def test_read_dataset_native_fast_path_adds_typed_partition_columns(spark: Any, 
     assert "FileScan parquet" in plan
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Spark 4.1-4.3 caches the pushed-down read of a DataFrame and reuses it for a later "
-    "query of the same DataFrame without filters (fixed upstream with SPARK-58551's scan-scoped "
-    "read info); see docs/spark.md",
-)
 def test_reusing_a_dataframe_after_a_filtered_query(spark: Any, lake: str) -> None:
     write_dataset(spark.range(0, 100), lake, "reuse")
     df = _source(spark, lake, dataset="reuse").load()

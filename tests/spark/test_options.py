@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
+from parquetry.dataset.predicates import dnf_to_json
 from parquetry.errors import InvalidArgument
 from parquetry.spark.options import SourceOptions
 from parquetry.spark.reader import group_by_size
@@ -61,11 +65,48 @@ def test_options_round_trip(
         ({"store": "memory://a", "dataset": "x", "layout": "delta"}, "'layout'"),
         ({"store": "memory://a", "dataset": "x", "version": "latest"}, "'version'"),
         ({"store": "memory://a", "dataset": "x", "pushdown": "maybe"}, "'pushdown'"),
+        ({"store": "memory://a", "dataset": "x", "predicates": "[[["}, "'predicates'"),
+        ({"store": "memory://a", "dataset": "x", "predicates": "[]"}, "'predicates'"),
+        ({"store": "memory://a", "dataset": "x", "predicates": '[[["a", "=="]]]'}, "'predicates'"),
+        (
+            {"store": "memory://a", "layout": "snapshot", "key": "k", "predicates": '[[["a"]]]'},
+            "'predicates'",
+        ),
     ],
 )
 def test_bad_options_name_the_option(raw: dict[str, str], named: str) -> None:
     with pytest.raises(InvalidArgument, match=named):
         SourceOptions.parse(raw)
+
+
+_VALUES = (
+    hs.integers(-(10**12), 10**12)
+    | hs.text(max_size=5)
+    | hs.dates()
+    | hs.datetimes()
+    | hs.binary(max_size=4)
+    | hs.decimals(allow_nan=False, allow_infinity=False, places=3)
+)
+_TERMS = hs.tuples(
+    hs.sampled_from(["a", "b"]), hs.sampled_from(["==", "<", ">=", "!="]), _VALUES
+) | hs.tuples(hs.sampled_from(["a", "b"]), hs.just("in"), hs.lists(_VALUES, min_size=1, max_size=3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.lists(hs.lists(_TERMS, min_size=1, max_size=3), min_size=1, max_size=3))
+def test_predicates_option_round_trips_typed_values(
+    predicates: list[list[tuple[str, str, Any]]],
+) -> None:
+    raw = json.dumps(dnf_to_json(predicates))
+    parsed = SourceOptions.parse({"store": "memory://a", "dataset": "x", "predicates": raw})
+    assert parsed.predicates is not None
+    back = [
+        [(c, op, list(v) if op == "in" else v) for c, op, v in conj] for conj in parsed.predicates
+    ]
+    assert back == [
+        [(c, op, list(v) if op == "in" else v) for c, op, v in conj] for conj in predicates
+    ]
+    assert SourceOptions.parse(parsed.to_spark()) == parsed
 
 
 @settings(max_examples=80, deadline=None)

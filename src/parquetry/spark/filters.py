@@ -6,6 +6,10 @@ strings compare bytewise). Accepted filters are (a) turned into a DNF conjunctio
 planner uses to skip partitions and files (a superset of the matching files) and (b) applied
 to every batch read. Anything else is returned to Spark as a residual filter.
 
+Not used by the reader on Spark 4.1-4.3: there a reader's accepted filters leak into other
+scans of the same relation (see :mod:`parquetry.spark.reader` and docs/spark.md), so the
+reader takes no filters. Kept, with its tests, for a Spark whose reads are scan-scoped.
+
 Floating-point comparisons stay with Spark: Spark orders NaN above every number and treats
 NaN = NaN as true, Arrow does not.
 """

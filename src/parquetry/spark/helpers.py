@@ -7,6 +7,7 @@ discovery) and adds the typed partition columns itself.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import reduce
 from typing import Any
@@ -15,6 +16,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from parquetry.dataset.predicates import dnf_to_json
 from parquetry.errors import PredicateError
 from parquetry.spark.options import STORE_OPTION_KEYS
 from parquetry.spark.types import arrow_to_spark_schema, arrow_to_spark_type
@@ -140,9 +142,10 @@ def read_dataset(
 ) -> DataFrame:
     """The rows of dataset ``uuid`` matching ``predicates``, as a DataFrame.
 
-    Planning (index lookups, partition and statistics pruning) happens here, on the driver.
-    For a local store (``native=None`` or ``True``) the planned files go straight to Spark's
-    Parquet reader, otherwise through the ``parquetry`` data source.
+    For a local store (``native=None`` or ``True``) planning (index lookups, partition and
+    statistics pruning) happens here, on the driver, and the planned files go straight to
+    Spark's Parquet reader. Otherwise the ``parquetry`` data source reads with the
+    predicates as its ``predicates`` option: it plans, prunes and filters rows itself.
 
     Args:
         spark: the session (the ``parquetry`` format is registered on it if needed).
@@ -156,7 +159,6 @@ def read_dataset(
     from parquetry.dataset import Dataset
 
     opened, options = _store_and_options(store, store_options)
-    condition = dnf_to_column(predicates) if predicates else None
     if native is not False and isinstance(opened, LocalStore):
         dataset = Dataset.open(opened, uuid, version=version)
         plan = dataset.plan(predicates)
@@ -165,13 +167,16 @@ def read_dataset(
             groups.setdefault(tuple(planned.partition), []).append(str(opened.path(planned.key)))
         if native or len(groups) <= MAX_NATIVE_PARTITIONS:
             df = _native_read(spark, dataset, groups)
-            return df.filter(condition) if condition is not None else df
+            return df.filter(dnf_to_column(predicates)) if predicates else df
     _activate(spark)
     reader = spark.read.format("parquetry").options(**options).option("dataset", uuid)
     if version is not None:
         reader = reader.option("version", str(version))
-    df = reader.load()
-    return df.filter(condition) if condition is not None else df
+    if predicates:
+        # Part of the relation itself, so every scan of the DataFrame prunes and filters the
+        # same way (Spark's pushed filters cannot be trusted to, see parquetry.spark.reader).
+        reader = reader.option("predicates", json.dumps(dnf_to_json(predicates)))
+    return reader.load()
 
 
 def _native_read(

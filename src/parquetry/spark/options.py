@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
@@ -31,6 +32,34 @@ def _names(value: str | None) -> tuple[str, ...]:
     return tuple(name.strip() for name in value.split(",") if name.strip())
 
 
+Predicates = tuple[tuple[tuple[str, str, Any], ...], ...]
+
+
+def _predicates(raw: str | None) -> Predicates | None:
+    """Option ``predicates``: kartothek DNF as JSON (``dnf_to_json``), checked for shape here
+    and against the dataset schema when the read is planned."""
+    if raw is None or raw.strip() == "":
+        return None
+    from parquetry.dataset.predicates import dnf_from_json
+
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidArgument(f"option 'predicates' is not JSON ({exc}): {raw!r}") from None
+    if not isinstance(doc, list) or not doc or not all(isinstance(c, list) and c for c in doc):
+        raise InvalidArgument(
+            f"option 'predicates' must be a non-empty JSON list of non-empty lists, got {raw!r}"
+        )
+    try:
+        dnf = dnf_from_json(doc)
+    except ValueError as exc:
+        raise InvalidArgument(f"option 'predicates': {exc}") from None
+    return tuple(
+        tuple((col, op, tuple(v) if isinstance(v, list) else v) for col, op, v in conj)
+        for conj in dnf
+    )
+
+
 def _int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
     raw = options.get(name)
     if raw is None or raw == "":
@@ -53,6 +82,7 @@ class SourceOptions:
     partition_on: tuple[str, ...] = ()
     secondary_indices: tuple[str, ...] = ()
     version: int | None = None
+    predicates: Predicates | None = None
     run_id: str | None = None
     pushdown: Literal["auto", "true", "false"] = "auto"
     task_bytes: int = 128 * 1024 * 1024
@@ -89,6 +119,8 @@ class SourceOptions:
             raise InvalidArgument("option 'dataset' (the dataset UUID) is required")
         if layout == "snapshot" and not key:
             raise InvalidArgument("option 'key' (the snapshot key) is required for layout=snapshot")
+        if layout == "snapshot" and opts.get("predicates"):
+            raise InvalidArgument("option 'predicates' needs layout=dataset (snapshots have none)")
         task_bytes = _int(opts, "task_bytes", 128 * 1024 * 1024)
         rows_per_file = _int(opts, "rows_per_file", 4_000_000)
         return cls(
@@ -100,6 +132,7 @@ class SourceOptions:
             partition_on=_names(opts.get("partition_on")),
             secondary_indices=_names(opts.get("secondary_indices")),
             version=_int(opts, "version", None),
+            predicates=_predicates(opts.get("predicates")),
             run_id=opts.get("run_id") or None,
             pushdown="true" if pushdown == "true" else "false" if pushdown == "false" else "auto",
             task_bytes=task_bytes or 128 * 1024 * 1024,
@@ -142,6 +175,7 @@ class SourceOptions:
             "partition_on": ",".join(self.partition_on),
             "secondary_indices": ",".join(self.secondary_indices),
             "version": None if self.version is None else str(self.version),
+            "predicates": None if self.predicates is None else _predicates_json(self.predicates),
             "run_id": self.run_id,
             "max_tasks": None if self.max_tasks is None else str(self.max_tasks),
             "trace_reads": self.trace_reads,
@@ -156,3 +190,9 @@ class SourceOptions:
             }
         )
         return out
+
+
+def _predicates_json(predicates: Predicates) -> str:
+    from parquetry.dataset.predicates import dnf_to_json
+
+    return json.dumps(dnf_to_json(predicates))

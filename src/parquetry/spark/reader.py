@@ -1,5 +1,15 @@
-"""Readers of the ``parquetry`` data source: plan once, group files into few tasks, read them
-as Arrow batches cast to exactly Spark's types."""
+"""The reader of the ``parquetry`` data source: plan once, group files into few tasks, read them
+as Arrow batches cast to exactly Spark's types.
+
+Spark 4.1-4.3 keeps the read it planned (partitions *and* the pickled reader) on the relation,
+not on the scan: every later scan of the same loaded DataFrame, temp view or self-join side
+runs that same read, and scans without pushable filters never ask Python again. A read that
+depended on one scan's pushed filters would therefore answer another scan's query. So nothing
+here depends on what Spark pushes: the reader does not implement ``pushFilters`` (Spark then
+evaluates every filter itself), the reader object holds only what the options say, and each
+``InputPartition`` carries the exact predicates (option ``predicates``) and files it was
+planned with, which ``read`` applies and checks.
+"""
 
 from __future__ import annotations
 
@@ -12,16 +22,14 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from parquetry.spark.filters import filter_table, translate_filters
 from parquetry.spark.options import SourceOptions
 from parquetry.spark.types import cast_to_spark, spark_to_arrow_schema
 
 __all__ = [
     "FileTask",
-    "ParquetryPushdownReader",
     "ParquetryReader",
     "group_by_size",
     "source_arrow_schema",
@@ -32,10 +40,15 @@ _BATCH_ROWS = 65_536
 
 @dataclass(frozen=True, slots=True)
 class FileTask:
-    """The files one Spark task reads (a picklable ``InputPartition`` value)."""
+    """The files one Spark task reads (a picklable ``InputPartition`` value).
+
+    ``predicates`` are the kartothek DNF the files were planned with: ``read`` filters rows by
+    exactly these, so a task never depends on state kept elsewhere.
+    """
 
     version: int | None
     files: tuple[Any, ...]
+    predicates: tuple[tuple[tuple[str, str, Any], ...], ...] | None = None
 
 
 def group_by_size(sizes: Sequence[int], tasks: int) -> list[list[int]]:
@@ -96,25 +109,29 @@ def source_arrow_schema(options: SourceOptions) -> pa.Schema:
     return _open_dataset(options, options.version).schema
 
 
-def _trace(directory: str, task: FileTask) -> None:
+def _trace(directory: str | None, files: Sequence[Any]) -> None:
     """Debugging aid (option ``trace_reads``): record the keys a task reads in a local file."""
-    keys = [f if isinstance(f, str) else f.key for f in task.files]
+    if not directory:
+        return
+    keys = [f if isinstance(f, str) else f.key for f in files]
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, f"{uuid.uuid4().hex}.txt"), "w", encoding="utf-8") as out:
         out.write("\n".join(keys))
 
 
 class ParquetryReader(DataSourceReader):
-    """Reads every planned file; Spark applies all filters itself."""
+    """Reads the files planned for the options' ``predicates``; Spark applies its own filters.
+
+    Deliberately without ``pushFilters``: see the module docstring.
+    """
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.spark_schema = schema
         self.arrow_schema = spark_to_arrow_schema(schema)
-        self.accepted: tuple[Filter, ...] = ()
-        self.predicates: list[list[tuple[str, str, Any]]] | None = None
 
     def partitions(self) -> list[InputPartition]:
+        predicates = self.options.predicates
         if self.options.layout == "snapshot":
             parts = _snapshot_parts(self.options)
             sizes = [size for _, size in parts]
@@ -122,43 +139,70 @@ class ParquetryReader(DataSourceReader):
             files: list[Any] = [key for key, _ in parts]
         else:
             dataset = _open_dataset(self.options, self.options.version)
-            plan = dataset.plan(self.predicates)
+            plan = dataset.plan(_as_lists(predicates))
             files = list(plan.files)
             sizes = [max(1, int(f.size)) for f in files]
             version = dataset.version
-        groups = group_by_size(sizes, task_count(sum(sizes), len(sizes), self.options))
+        # An empty plan still gets one (empty) task: Spark would add InputPartition(None).
+        groups = group_by_size(sizes, task_count(sum(sizes), len(sizes), self.options)) or [[]]
         return [
-            InputPartition(FileTask(version, tuple(files[i] for i in group))) for group in groups
+            InputPartition(FileTask(version, tuple(files[i] for i in group), predicates))
+            for group in groups
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        task: FileTask = partition.value
-        if self.options.trace_reads:
-            _trace(self.options.trace_reads, task)
+        task = partition.value
+        if not isinstance(task, FileTask) or task.predicates != self.options.predicates:
+            from parquetry.errors import InvalidArgument
+
+            # Cannot happen through Spark today; if a future Spark paired partitions with
+            # another reader, rows must not come back filtered by the wrong predicates.
+            raise InvalidArgument(
+                f"read task planned for predicates {getattr(task, 'predicates', None)!r} "
+                f"reached a reader for {self.options.predicates!r}; load the DataFrame again"
+            )
         columns = list(self.arrow_schema.names)
         if self.options.layout == "snapshot":
             store = self.options.open_store()
+            _trace(self.options.trace_reads, task.files)
             for key in task.files:
                 with store.open(key) as handle:
                     table = pq.read_table(handle, columns=columns)
                 yield from self._batches(table)
             return
+        from parquetry.dataset.predicates import to_expression, validate_predicates
+        from parquetry.dataset.read import read_planned_file
+
         dataset = _open_dataset(self.options, task.version)
+        for name in columns:
+            if name not in dataset.schema.names:
+                from parquetry.errors import UnknownColumn
+
+                raise UnknownColumn(
+                    f"column {name!r} is not in dataset {dataset.uuid!r}", column=name
+                )
+        dnf = validate_predicates(_as_lists(task.predicates), dataset.schema)
+        row_filter = to_expression(dnf) if dnf else None
+        filter_columns = sorted({lit.column for conj in dnf or () for lit in conj})
+        _trace(self.options.trace_reads, task.files)
         for planned in task.files:
-            yield from self._batches(dataset.read_file(planned, columns=columns))
+            table = read_planned_file(
+                dataset.store,
+                dataset.schema,
+                planned,
+                columns=columns,
+                row_filter=row_filter,
+                filter_columns=filter_columns,
+            )
+            yield from self._batches(table)
 
     def _batches(self, table: pa.Table) -> Iterator[pa.RecordBatch]:
-        # Filters run on Spark's types, the types they were translated against.
-        table = filter_table(cast_to_spark(table, self.arrow_schema), self.accepted)
+        table = cast_to_spark(table, self.arrow_schema)
         if table.num_rows:
             yield from table.to_batches(max_chunksize=_BATCH_ROWS)
 
 
-class ParquetryPushdownReader(ParquetryReader):
-    """Also takes Spark's filters: exact ones prune partitions/files and filter rows here."""
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        pushdown = translate_filters(filters, self.arrow_schema)
-        self.accepted = pushdown.accepted
-        self.predicates = pushdown.dnf() if self.options.layout == "dataset" else None
-        return iter(pushdown.residual)
+def _as_lists(
+    predicates: tuple[tuple[tuple[str, str, Any], ...], ...] | None,
+) -> list[list[tuple[str, str, Any]]] | None:
+    return None if predicates is None else [list(conj) for conj in predicates]

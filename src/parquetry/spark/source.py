@@ -6,7 +6,7 @@ user's process: state reaches the workers only through options and pickled objec
 
 from __future__ import annotations
 
-import sys
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -15,35 +15,33 @@ from pyspark.sql.types import StructType
 
 from parquetry.spark.options import SourceOptions
 
-__all__ = ["ParquetryDataSource", "pushdown_enabled_here", "register"]
+__all__ = ["ParquetryDataSource", "register"]
 
-_PLAN_WORKER = "pyspark.sql.worker.plan_data_source_read"
-_PUSHDOWN_WORKER = "pyspark.sql.worker.data_source_pushdown_filters"
+_NO_SPARK_PUSHDOWN = (
+    "option pushdown=true is refused: Spark 4.1-4.3 runs the read planned for one scan's "
+    "pushed filters for every other scan of the same DataFrame or view (self-joins, a query "
+    "without WHERE after one with it), which would return wrong rows. Filters are evaluated "
+    "by Spark; to prune files, pass option 'predicates' (kartothek DNF as JSON) or use "
+    "parquetry.spark.read_dataset(..., predicates=...)"
+)
 
 
-def pushdown_enabled_here() -> bool:
-    """Whether the Spark worker planning this read has filter pushdown switched on.
+def _current_version(options: SourceOptions) -> int | None:
+    """The dataset version a read of ``options`` pins, or None: snapshots, an explicit
+    ``version``, a dataset that does not exist yet (a write), or a state kartothek wrote last
+    (it has no version number of its own to pin)."""
+    if options.layout != "dataset" or options.version is not None:
+        return None
+    from parquetry.dataset import Dataset
+    from parquetry.errors import DatasetNotFound
 
-    Spark (4.1+) fails a read whose reader *defines* ``pushFilters`` while
-    ``spark.sql.python.filterPushdown.enabled`` is false, and the conf is not visible to the
-    data source. The planning worker holds the decision in its ``enable_pushdown`` local (or
-    is the pushdown worker itself), so it is read from the calling frames. Unknown callers get
-    ``False``: a reader without ``pushFilters`` works in every case.
-    """
-    frame = sys._getframe(1)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module == _PUSHDOWN_WORKER or frame.f_code.co_filename.endswith(
-            "data_source_pushdown_filters.py"
-        ):
-            return True
-        in_planner = module == _PLAN_WORKER or frame.f_code.co_filename.endswith(
-            "plan_data_source_read.py"
-        )
-        if in_planner and "enable_pushdown" in frame.f_locals:
-            return bool(frame.f_locals["enable_pushdown"])
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
+    assert options.dataset is not None
+    try:
+        dataset = Dataset.open(options.open_store(), options.dataset)
+    except DatasetNotFound:
+        return None
+    # A kartothek-written state reports the parquetry version it builds on, not itself.
+    return None if dataset._foreign else dataset.version
 
 
 class ParquetryDataSource(DataSource):
@@ -53,6 +51,11 @@ class ParquetryDataSource(DataSource):
     def __init__(self, options: Any) -> None:
         super().__init__(options)
         self.parsed = SourceOptions.parse(dict(options))
+        # Spark creates this object once per relation (per load()) and pickles it to every
+        # worker that plans for it. Spark 4.1-4.3 plans some queries of a relation again and
+        # reuses an earlier plan for others, so the version is fixed here, once: every query
+        # of one DataFrame reads the same version.
+        self.read_version = _current_version(self.parsed)
 
     @classmethod
     def name(cls) -> str:
@@ -65,12 +68,15 @@ class ParquetryDataSource(DataSource):
         return arrow_to_spark_schema(source_arrow_schema(self.parsed))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from parquetry.spark.reader import ParquetryPushdownReader, ParquetryReader
+        from parquetry.errors import InvalidArgument
+        from parquetry.spark.reader import ParquetryReader
 
-        wanted = self.parsed.pushdown
-        if wanted == "true" or (wanted == "auto" and pushdown_enabled_here()):
-            return ParquetryPushdownReader(self.parsed, schema)
-        return ParquetryReader(self.parsed, schema)
+        if self.parsed.pushdown == "true":
+            raise InvalidArgument(_NO_SPARK_PUSHDOWN)
+        options = self.parsed
+        if options.version is None and self.read_version is not None:
+            options = replace(options, version=self.read_version)
+        return ParquetryReader(options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from parquetry.spark.writer import DatasetArrowWriter, SnapshotArrowWriter
@@ -83,8 +89,8 @@ class ParquetryDataSource(DataSource):
 def register(spark: SparkSession) -> None:
     """Register the ``parquetry`` format on ``spark``.
 
-    Turn on ``spark.sql.python.filterPushdown.enabled`` to let filters prune partitions and
-    files; without it reads still work but every planned file is read.
+    Works whatever ``spark.sql.python.filterPushdown.enabled`` says: the reader takes no
+    filters from Spark (see :mod:`parquetry.spark.reader`); option ``predicates`` prunes.
     """
     # Registering again works but makes Spark log a warning each time: once per session.
     if getattr(spark, "_parquetry_registered", False):
