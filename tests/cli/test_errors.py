@@ -30,6 +30,20 @@ def test_missing_dataset(lake: Lake, command: list[str]) -> None:
 
 @pytest.mark.parametrize("command", COMMANDS[:3], ids=lambda c: c[0])
 def test_corrupt_metadata(lake: Lake, command: list[str]) -> None:
+    """An unreadable pointer beside intact version documents: the command works from the
+    newest readable version and says so in one warning line."""
+    lake.store.put(metadata_key("orders"), b"{not json")
+    result = lake.run(command[0], "orders", *command[1:])
+    assert result.exit_code == 0, result.stderr
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith("warning: the metadata file orders.by-dataset-metadata.json")
+
+
+@pytest.mark.parametrize("command", COMMANDS[:3], ids=lambda c: c[0])
+def test_corrupt_metadata_without_versions(lake: Lake, command: list[str]) -> None:
+    """Nothing to fall back to (no version documents): one error line naming the dataset."""
+    for meta in list(lake.store.list("orders/_versions")):
+        lake.store.delete(meta.key)
     lake.store.put(metadata_key("orders"), b"{not json")
     result = lake.run(command[0], "orders", *command[1:])
     assert result.exit_code == 1

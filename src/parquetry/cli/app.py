@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -20,7 +21,7 @@ import typer
 from typer._click import exceptions as click_exc
 from typer.core import TyperGroup
 
-from parquetry.errors import ParquetryError
+from parquetry.errors import ParquetryError, ParquetryWarning
 
 __all__ = ["EXIT_INTERNAL", "app", "main"]
 
@@ -56,6 +57,37 @@ class ParquetryGroup(TyperGroup):
 
 
 def _guarded(invoke: Any) -> int:
+    with warnings.catch_warnings():
+        # parquetry's warnings (e.g. an unreadable pointer that was worked around) are one
+        # line each on stderr, like errors; the command still succeeds.
+        warnings.simplefilter("always", ParquetryWarning)
+        warnings.showwarning = _show_warning
+        _SHOWN.clear()
+        return _guarded_inner(invoke)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    if issubclass(category, ParquetryWarning):
+        text = " ".join(str(message).split())
+        if text not in _SHOWN:  # a command may open a dataset more than once
+            _SHOWN.add(text)
+            typer.echo(f"warning: {text}", err=True)
+    else:
+        _ORIGINAL_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
+_ORIGINAL_SHOWWARNING = warnings.showwarning
+_SHOWN: set[str] = set()
+
+
+def _guarded_inner(invoke: Any) -> int:
     try:
         result = invoke()
     except click_exc.NoArgsIsHelpError as exc:

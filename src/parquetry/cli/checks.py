@@ -11,10 +11,11 @@ parts' rows and schema agree with the manifest.
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from parquetry.errors import NotFound, ParquetryError
+from parquetry.errors import NotFound, ParquetryError, PointerCorruptedWarning
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -127,12 +128,19 @@ def _validate_kartothek(store: Store, uuid: str, tick: Tick) -> list[str]:
     from parquetry.dataset import Dataset
 
     try:
-        ds = Dataset.open(store, uuid)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PointerCorruptedWarning)
+            ds = Dataset.open(store, uuid)
         plan = ds.plan(None)
     except ParquetryError as exc:
         return [f"{uuid}: {exc}"]
     doc = ds.document
     problems: list[str] = []
+    for w in caught:  # an unreadable pointer was worked around: still a problem to report
+        if issubclass(w.category, PointerCorruptedWarning):
+            problems.append(f"{uuid}: {w.message}")
+        else:
+            warnings.warn(w.message, w.category, stacklevel=2)
     present: dict[str, Any] = {}  # label -> footer, for the index check
     for pf in plan.files:
         tick()
