@@ -148,6 +148,27 @@ def commit(
     """
     if number < 0:
         number = latest_version_number(store, uuid)
+    try:
+        doc, data, number = _commit_loop(store, uuid, base, number, make, max_retries, claim)
+    except CommitConflict:
+        if claim is not None:
+            claim.discard()  # known not committed: drop the index files its attempts wrote
+        raise
+    publish_pointer(store, uuid, doc, data, number, pointer_format, stale_format)
+    if claim is not None:
+        claim.release(referenced_keys(doc))
+    return doc
+
+
+def _commit_loop(
+    store: Store,
+    uuid: str,
+    base: DatasetDocument | None,
+    number: int,
+    make: MakeVersion,
+    max_retries: int | None,
+    claim: Claim | None,
+) -> tuple[DatasetDocument, bytes, int]:
     check_incarnation(store, uuid, base, number)
     attempt = 0
     while True:
@@ -171,10 +192,7 @@ def commit(
             _backoff(attempt, number - lost_at, time.perf_counter() - started)
             continue
         _check_after_commit(store, uuid, doc, number + 1)
-        publish_pointer(store, uuid, doc, data, number + 1, pointer_format, stale_format)
-        if claim is not None:
-            claim.release(referenced_keys(doc))
-        return doc
+        return doc, data, number + 1
 
 
 def _check_after_commit(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:
