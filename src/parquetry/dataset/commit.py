@@ -189,7 +189,16 @@ def _commit_loop(
                 ) from None
             lost_at = number
             base, number = _roll_forward_same(store, uuid, base, number)
-            _backoff(attempt, number - lost_at, time.perf_counter() - started)
+            took = time.perf_counter() - started
+            _backoff(attempt, number - lost_at, took)
+            for _ in range(3):
+                # Sense before trying: if commits landed while we slept, an attempt now would
+                # build on a stale base and lose (a wasted index rewrite); one GET tells.
+                seen = number
+                base, number = _roll_forward_same(store, uuid, base, number)
+                if number == seen:
+                    break
+                _backoff(attempt, number - seen, took)
             continue
         _check_after_commit(store, uuid, doc, number + 1)
         return doc, data, number + 1
