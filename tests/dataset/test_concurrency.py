@@ -79,7 +79,6 @@ WORKER = textwrap.dedent(
     import sys
     import pyarrow as pa
     from parquetry.dataset import Dataset
-from parquetry.dataset.gc import referenced_keys
     from parquetry.store import LocalStore
     store, w = LocalStore(sys.argv[1], fsync=False), int(sys.argv[2])
     for i in range(5):
