@@ -17,6 +17,8 @@ and "the commit claims" wins: a reaped intent makes the commit fail with
 follows a successful claim or renewal by far less than half a lease, and GC waits a lease end
 plus ``retention`` plus :data:`CLOCK_SKEW`, so a commit never references a reaped file while
 clocks disagree by less than :data:`CLOCK_SKEW`. After the commit the intent is deleted.
+A commit in the process that wrote an intent less than half a lease ago takes it over
+without a request: that write proved the intent live, and GC cannot reap it sooner.
 """
 
 from __future__ import annotations
@@ -211,10 +213,6 @@ class Claim:
         self._renewed = _now()
         self._lock = threading.Lock()
         self._written: list[str] = []  # objects the commit's attempts wrote (index files)
-
-    @property
-    def ids(self) -> list[str]:
-        return [h.id for h in self._held]
 
     def _put(self, held: _Held, keys: tuple[str, ...]) -> None:
         state = IntentState(
