@@ -29,23 +29,21 @@ def test_missing_dataset(lake: Lake, command: list[str]) -> None:
 
 
 @pytest.mark.parametrize("command", COMMANDS[:3], ids=lambda c: c[0])
-def test_corrupt_pointer_falls_back_with_a_warning(lake: Lake, command: list[str]) -> None:
-    """The version documents are intact: the command works and says, in one line, what to do."""
+def test_corrupt_metadata(lake: Lake, command: list[str]) -> None:
+    """An unreadable pointer beside intact version documents: the command works from the
+    newest readable version and says so in one warning line."""
     lake.store.put(metadata_key("orders"), b"{not json")
     result = lake.run(command[0], "orders", *command[1:])
     assert result.exit_code == 0, result.stderr
-    warning = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
-    assert len(warning) == 1, result.stderr
-    assert metadata_key("orders") in warning[0]
-    assert "repair" in warning[0]
-    assert "Traceback" not in result.stderr
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith("warning: the metadata file orders.by-dataset-metadata.json")
 
 
 @pytest.mark.parametrize("command", COMMANDS[:3], ids=lambda c: c[0])
-def test_corrupt_metadata(lake: Lake, command: list[str]) -> None:
-    """Pointer and every version document unreadable: one error line naming the dataset."""
+def test_corrupt_metadata_without_versions(lake: Lake, command: list[str]) -> None:
+    """Nothing to fall back to (no version documents): one error line naming the dataset."""
     for meta in list(lake.store.list("orders/_versions")):
-        lake.store.put(meta.key, b"{not json")
+        lake.store.delete(meta.key)
     lake.store.put(metadata_key("orders"), b"{not json")
     result = lake.run(command[0], "orders", *command[1:])
     assert result.exit_code == 1
@@ -64,9 +62,8 @@ def test_corrupt_metadata_in_validate_is_a_problem_line(lake: Lake) -> None:
     lake.store.put(metadata_key("orders"), b"{not json")
     result = lake.run("validate", "orders")
     assert result.exit_code == 1
-    problems = [line for line in result.stdout.splitlines() if "orders" in line]
-    assert problems, result.stdout
-    assert any(metadata_key("orders") in line for line in result.stdout.splitlines())
+    assert len(result.stdout.splitlines()) == 1
+    assert "orders" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -281,3 +281,17 @@ def test_gc_never_breaks_an_acknowledged_commit(ops: list[tuple[str, int]]) -> N
         assert _values(ds) == sorted(expected)
         for v in expected:
             assert ds.read(predicates=[[("v", "==", v)]]).num_rows == 1
+
+
+def test_sweep_keeps_a_young_index_file_whatever_the_retention() -> None:
+    """Index files carry no intent (a commit attempt writes one just before its commit
+    point): the sweep leaves unreferenced ones alone for a lease, then takes them."""
+    store = MemoryStore()
+    Dataset.create(store, "ds", pa.table({"v": [0]}), secondary_indices=["v"])
+    store.put("ds/indices/v/in-flight.by-dataset-index.parquet", b"x")
+    store.put("ds/table/stray.parquet", b"x")
+    report = garbage_collect(store, "ds", retention=0, sweep=True)
+    assert report.deleted == ("ds/table/stray.parquet",)
+    report = garbage_collect(store, "ds", retention=0, sweep=True, now=_later())
+    assert report.deleted == ("ds/indices/v/in-flight.by-dataset-index.parquet",)
+    assert Dataset.open(store, "ds").read(predicates=[[("v", "==", 0)]]).num_rows == 1

@@ -57,23 +57,37 @@ class ParquetryGroup(TyperGroup):
 
 
 def _guarded(invoke: Any) -> int:
-    # parquetry's warnings (e.g. a corrupted pointer read through its version documents) are
-    # news for the user: one line each, once per command, never a traceback or an exit code.
-    seen: set[str] = set()
-
-    def warn_line(message: Warning | str, *_args: Any, **_kwargs: Any) -> None:
-        text = " ".join(str(message).split())
-        if text not in seen:
-            seen.add(text)
-            typer.echo(f"warning: {text}", err=True)
-
     with warnings.catch_warnings():
+        # parquetry's warnings (e.g. an unreadable pointer that was worked around) are one
+        # line each on stderr, like errors; the command still succeeds.
         warnings.simplefilter("always", ParquetryWarning)
-        warnings.showwarning = warn_line
-        return _run_guarded(invoke)
+        warnings.showwarning = _show_warning
+        _SHOWN.clear()
+        return _guarded_inner(invoke)
 
 
-def _run_guarded(invoke: Any) -> int:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    if issubclass(category, ParquetryWarning):
+        text = " ".join(str(message).split())
+        if text not in _SHOWN:  # a command may open a dataset more than once
+            _SHOWN.add(text)
+            typer.echo(f"warning: {text}", err=True)
+    else:
+        _ORIGINAL_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
+_ORIGINAL_SHOWWARNING = warnings.showwarning
+_SHOWN: set[str] = set()
+
+
+def _guarded_inner(invoke: Any) -> int:
     try:
         result = invoke()
     except click_exc.NoArgsIsHelpError as exc:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from parquetry.errors import NotFound, ParquetryError
+from parquetry.errors import NotFound, ParquetryError, PointerCorruptedWarning
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -133,11 +134,17 @@ def _validate_kartothek(store: Store, uuid: str, tick: Tick) -> list[str]:
     from parquetry.errors import MetadataCorrupted
 
     try:
-        ds = Dataset.open(store, uuid)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PointerCorruptedWarning)
+            ds = Dataset.open(store, uuid)
         plan = ds.plan(None)
     except ParquetryError as exc:
         return [f"{uuid}: {exc}"]
     doc = ds.document
+    # An unreadable pointer that was worked around is reported by _check_pointer.
+    for w in caught:
+        if not issubclass(w.category, PointerCorruptedWarning):
+            warnings.warn(w.message, w.category, stacklevel=2)
     problems: list[str] = _check_pointer(store, uuid) + _check_common_metadata(store, ds)
     problems += doc.files.problems()
     present: dict[str, Any] = {}  # label -> footer, for the index check

@@ -148,6 +148,27 @@ def commit(
     """
     if number < 0:
         number = latest_version_number(store, uuid)
+    try:
+        doc, data, number = _commit_loop(store, uuid, base, number, make, max_retries, claim)
+    except CommitConflict:
+        if claim is not None:
+            claim.discard()  # known not committed: drop the index files its attempts wrote
+        raise
+    publish_pointer(store, uuid, doc, data, number, pointer_format, stale_format)
+    if claim is not None:
+        claim.release(referenced_keys(doc))
+    return doc
+
+
+def _commit_loop(
+    store: Store,
+    uuid: str,
+    base: DatasetDocument | None,
+    number: int,
+    make: MakeVersion,
+    max_retries: int | None,
+    claim: Claim | None,
+) -> tuple[DatasetDocument, bytes, int]:
     check_incarnation(store, uuid, base, number)
     attempt = 0
     while True:
@@ -168,13 +189,19 @@ def commit(
                 ) from None
             lost_at = number
             base, number = _roll_forward_same(store, uuid, base, number)
-            _backoff(attempt, number - lost_at, time.perf_counter() - started)
+            took = time.perf_counter() - started
+            _backoff(attempt, number - lost_at, took)
+            for _ in range(3):
+                # Sense before trying: if commits landed while we slept, an attempt now would
+                # build on a stale base and lose (a wasted index rewrite); one GET tells.
+                seen = number
+                base, number = _roll_forward_same(store, uuid, base, number)
+                if number == seen:
+                    break
+                _backoff(attempt, number - seen, took)
             continue
         _check_after_commit(store, uuid, doc, number + 1)
-        publish_pointer(store, uuid, doc, data, number + 1, pointer_format, stale_format)
-        if claim is not None:
-            claim.release(referenced_keys(doc))
-        return doc
+        return doc, data, number + 1
 
 
 def _check_after_commit(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:

@@ -79,6 +79,7 @@ def create_from_files(
     try:
         store.put(version_key(uuid, number), data, mode=PutMode.CREATE)
     except AlreadyExists:
+        claim.discard()
         raise AlreadyExists(
             f"dataset {uuid!r} was created concurrently", key=version_key(uuid, number)
         ) from None

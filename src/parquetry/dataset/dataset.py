@@ -444,7 +444,9 @@ class Dataset:
         """Delete files no retained version needs (see :mod:`parquetry.dataset.gc`).
 
         ``retention`` (timedelta or seconds): versions current within this period stay
-        readable; unreferenced files younger than it are kept (commits in flight).
+        readable. Files of writes in flight are covered by write intents and kept until
+        the intent's lease ended more than ``retention`` ago; files without intents (older
+        writers, kartothek) are kept while younger than ``retention``.
         """
         return garbage_collect(self.store, self.uuid, retention=retention)
 

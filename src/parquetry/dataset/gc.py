@@ -16,7 +16,9 @@ still be using it. GC
    written before write intents, or its pointer was written by another tool (kartothek),
    or ``sweep=True``. The sweep lists the dataset and deletes files that nothing references,
    that no intent covers and that are older than the retention period (the only rule files
-   without intents can have: a write in flight of another tool is protected by age alone).
+   without intents can have: a write in flight of another tool is protected by age alone);
+   index files, which commits write without intents a moment before their commit point,
+   only when also older than the intent lease.
 
 Files of live intents are never deleted, however old; steps 1-3 list only ``_intents`` and
 ``_versions``, never the data files.
@@ -28,7 +30,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from parquetry.dataset.intents import IntentState, list_intents, reap
+from parquetry.dataset.intents import DEFAULT_LEASE, IntentState, list_intents, reap
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.naming import (
     common_metadata_key,
@@ -160,7 +162,7 @@ def garbage_collect(
     swept = sweep if sweep is not None else (legacy or foreign)
     deleted = list(victims)
     if swept:
-        deleted += _sweep(store, uuid, keep, max(docs, default=-1), cutoff)
+        deleted += _sweep(store, uuid, keep, max(docs, default=-1), cutoff, now)
     deleted += _delete_stale_pointer(store, uuid)
     return GCReport(
         deleted=tuple(sorted(set(deleted))),
@@ -171,7 +173,9 @@ def garbage_collect(
     )
 
 
-def _sweep(store: Store, uuid: str, keep: set[str], newest: int, cutoff: dt.datetime) -> list[str]:
+def _sweep(
+    store: Store, uuid: str, keep: set[str], newest: int, cutoff: dt.datetime, now: dt.datetime
+) -> list[str]:
     """Delete old unreferenced files no intent covers (the rule for files without intents).
 
     Order matters: a file is listed first; the intents are read after it (a writer records
@@ -196,6 +200,7 @@ def _sweep(store: Store, uuid: str, keep: set[str], newest: int, cutoff: dt.date
         if doc is not None:
             keep = keep | referenced_keys(doc)
     internal = (versions_prefix(uuid) + "/", intents_prefix(uuid) + "/")
+    index_dir = f"{uuid}/indices/"
     victims = []
     for meta in listed:
         key = meta.key
@@ -203,7 +208,10 @@ def _sweep(store: Store, uuid: str, keep: set[str], newest: int, cutoff: dt.date
             continue
         if key.endswith("/_common_metadata"):
             continue
-        if meta.modified is not None and meta.modified < cutoff:
+        # Index files are written by a commit attempt a moment before its commit point and
+        # carry no intent: a young one may be in flight, whatever the retention.
+        young = cutoff if not key.startswith(index_dir) else min(cutoff, now - DEFAULT_LEASE)
+        if meta.modified is not None and meta.modified < young:
             victims.append(key)
     _delete_all(store, victims)
     return victims

@@ -17,6 +17,8 @@ and "the commit claims" wins: a reaped intent makes the commit fail with
 follows a successful claim or renewal by far less than half a lease, and GC waits a lease end
 plus ``retention`` plus :data:`CLOCK_SKEW`, so a commit never references a reaped file while
 clocks disagree by less than :data:`CLOCK_SKEW`. After the commit the intent is deleted.
+A commit in the process that wrote an intent less than half a lease ago takes it over
+without a request: that write proved the intent live, and GC cannot reap it sooner.
 """
 
 from __future__ import annotations
@@ -175,10 +177,12 @@ class Intent:
 
 
 class IntentRecordingStore(WrapperStore):
-    """Records every new object under ``<uuid>/`` in a commit's intent before writing it.
+    """Notes every object a commit's ``make`` writes under ``<uuid>/`` (index files).
 
-    The commit's ``make`` writes index files; wrapped, each one is covered by the intent
-    before it exists, so GC never takes one for an orphan while its commit is in flight.
+    Index files exist only within one commit attempt (written at the end of ``make``, a
+    moment before the commit point), so they need no intent: GC's sweep never deletes an
+    index file younger than :data:`DEFAULT_LEASE`, and nothing else deletes unreferenced
+    files without intents. The claim deletes those of lost attempts when it is released.
     """
 
     def __init__(self, inner: Store, claim: Claim):
@@ -189,7 +193,7 @@ class IntentRecordingStore(WrapperStore):
         self, key: str, data: bytes | memoryview, mode: PutMode, expected: str | None
     ) -> ObjectMeta:
         if key.startswith(self._claim.uuid + "/"):
-            self._claim.record([key])
+            self._claim.note(key)
         return super()._put(key, data, mode, expected)
 
 
@@ -198,7 +202,6 @@ class _Held:
     id: str
     keys: tuple[str, ...]
     version: str | None
-    recorded: tuple[str, ...] = ()  # keys this commit added (index files of its attempts)
 
 
 class Claim:
@@ -209,11 +212,7 @@ class Claim:
         self._held: list[_Held] = []
         self._renewed = _now()
         self._lock = threading.Lock()
-        self.own: Intent | None = None  # an intent this commit created for its own files
-
-    @property
-    def ids(self) -> list[str]:
-        return [h.id for h in self._held]
+        self._written: list[str] = []  # objects the commit's attempts wrote (index files)
 
     def _put(self, held: _Held, keys: tuple[str, ...]) -> None:
         state = IntentState(
@@ -272,42 +271,31 @@ class Claim:
             self._held.extend(local + taken)
             self._renewed = oldest
 
-    def create_own(self) -> None:
-        """An intent of this commit alone (for index files of a commit without data)."""
-        held = _Held(id=uuid_module.uuid4().hex, keys=(), version=None)
-        self._put(held, ())
+    def note(self, key: str) -> None:
+        """Remember an object this commit wrote (an index file of some attempt)."""
         with self._lock:
-            self._held.append(held)
-            self._renewed = _now()
+            self._written.append(key)
 
-    def record(self, keys: Sequence[str]) -> None:
-        """Add ``keys`` to the first held intent before they are written (renews it)."""
-        with self._lock:
-            if not self._held:
-                held = _Held(id=uuid_module.uuid4().hex, keys=(), version=None)
-                self._held.append(held)
-            held = self._held[0]
-            self._put(held, (*held.keys, *keys))
-            held.recorded = (*held.recorded, *keys)
-            if len(self._held) == 1:
-                self._renewed = _now()
+    def discard(self) -> None:
+        """The commit failed: delete what its attempts wrote (best effort)."""
+        with contextlib.suppress(ParquetryError):
+            self.store.delete_many(sorted(set(self._written)), missing_ok=True)
 
     def release(self, committed: set[str]) -> None:
         """After the commit point: drop the intents (best effort; GC reaps leftovers).
 
-        Keys an intent covers that the commit does not reference are index files of lost
-        attempts (deleted now) or files of the same write left out of this commit (kept
-        covered: the intent is rewritten with just them).
+        Index files of lost attempts are deleted. An intent covering files of the same
+        write that this commit left out keeps covering just those (rewritten).
         """
+        with contextlib.suppress(ParquetryError):
+            self.store.delete_many(sorted(set(self._written) - committed), missing_ok=True)
         for held in self._held:
-            leftover = set(held.keys) - committed
-            key = intent_key(self.uuid, held.id)
+            leftover = tuple(sorted(set(held.keys) - committed))
             with contextlib.suppress(ParquetryError):
-                if leftover <= set(held.recorded):
-                    self.store.delete_many(sorted(leftover), missing_ok=True)
-                    self.store.delete(key, missing_ok=True)
+                if leftover:
+                    self._put(held, leftover)
                 else:
-                    self._put(held, tuple(sorted(leftover)))
+                    self.store.delete(intent_key(self.uuid, held.id), missing_ok=True)
 
     def ensure_live(self) -> None:
         """Right before the commit point: renew every held intent if half its lease is gone."""
@@ -351,10 +339,11 @@ def claim_for_commit(
 ) -> tuple[Claim, Store]:
     """Claim the intents of ``files`` ``(key, size, intent)`` and check that each file exists.
 
-    Returns the claim and the store the commit's ``make`` must write through (it records
-    index files in the claim before writing them). The existence check (one HEAD per file,
-    16 at a time) follows the claim: from then on GC leaves the files alone. ``verify=False``
-    skips it for files the caller has just written itself (``append``, ``update``).
+    Returns the claim and the store the commit's ``make`` must write through (it notes
+    the index files each attempt writes, so that those of lost attempts are deleted). The
+    existence check (one HEAD per file, 16 at a time) follows the claim: from then on GC
+    leaves the files alone. ``verify=False`` skips it for files the caller has just written
+    itself (``append``, ``update``).
     """
     claim = Claim(store, uuid)
     ids = {intent for _, _, intent in files if intent}
