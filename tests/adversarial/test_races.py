@@ -17,22 +17,6 @@ import pytest
 from adversarial.harness.race import RaceConfig, run_race
 from adversarial.harness.targets import TargetFactory
 
-GC_DEFECT = pytest.mark.xfail(
-    strict=False,
-    reason="known defect: GC deletes files of a commit in flight (issue 11 §1), "
-    "being fixed on branch h/dscommit",
-)
-SNAPSHOT_DEFECT = pytest.mark.xfail(
-    strict=False,
-    reason="known defect: concurrent snapshot overwrites, repair() and 'parquetry gc' delete "
-    "each other's staged parts and wedge a snapshot (issue 11 §1), being fixed on branch h/snap",
-)
-CONTENTION_DEFECT = pytest.mark.xfail(
-    strict=False,
-    reason="known defect: appends fail with CommitConflict under 16-writer contention "
-    "(issue 11 §5), being fixed on branch h/dscommit",
-)
-
 SECONDS = 1.5
 CASES = {
     "appends+updates": RaceConfig(appenders=3, updaters=1, readers=2, seconds=SECONDS),
@@ -62,13 +46,13 @@ def _case(name: str, store: str, *, processes: bool = False, marks: tuple = ()) 
         _case("appends+updates", "local", processes=True),
         _case("snapshot+readers", "local"),
         _case("snapshot+readers", "s3", marks=(pytest.mark.s3,)),
-        _case("appends+updates+gc", "local", marks=(GC_DEFECT,)),
-        _case("appends+updates+gc", "s3", marks=(pytest.mark.s3, GC_DEFECT)),
-        _case("appends+updates+gc", "local", processes=True, marks=(GC_DEFECT,)),
-        _case("snapshot-overwrites+repair", "local", marks=(SNAPSHOT_DEFECT,)),
-        _case("snapshot-overwrites+repair", "s3", marks=(pytest.mark.s3, SNAPSHOT_DEFECT)),
-        _case("snapshot+gc", "local", marks=(SNAPSHOT_DEFECT,)),
-        _case("16-appenders", "local", marks=(CONTENTION_DEFECT,)),
+        _case("appends+updates+gc", "local"),
+        _case("appends+updates+gc", "s3", marks=(pytest.mark.s3,)),
+        _case("appends+updates+gc", "local", processes=True),
+        _case("snapshot-overwrites+repair", "local"),
+        _case("snapshot-overwrites+repair", "s3", marks=(pytest.mark.s3,)),
+        _case("snapshot+gc", "local"),
+        _case("16-appenders", "local"),
     ],
 )
 def test_race(
