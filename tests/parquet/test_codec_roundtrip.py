@@ -31,9 +31,8 @@ from parquetry.parquet.files import write_table_bytes
 from parquetry.parquet.options import WriteOptions
 
 UTC = dt.UTC
-# shared/ sits beside the checkout (CI clones main next to it).
-_SHARED = Path(__file__).resolve().parents[3] / "shared"
-KARTOTHEK = _SHARED / "reference-data/kartothek/arrow-compat"
+# Files kartothek's test suite wrote with each pyarrow release (vendored, MIT, see its README).
+KARTOTHEK = Path(__file__).resolve().parents[1] / "data/kartothek-arrow-compat"
 
 ALL = ParquetSchema(
     [
