@@ -47,9 +47,11 @@ SETUP_WRITER = 900
 INTERRUPTED_WRITER = 901
 
 
-def snapshots(store: Store) -> ParquetDatasetStore:
+def snapshots(store: Store, *, switch_lease: float = 60.0) -> ParquetDatasetStore:
     # Two parts per generation and one thread: the switch moves several parts, in order.
-    return ParquetDatasetStore(store, max_rows_per_file=ROWS, max_workers=1)
+    return ParquetDatasetStore(
+        store, max_rows_per_file=ROWS, max_workers=1, switch_lease=switch_lease
+    )
 
 
 def op_append(store: Store, log: AckLog, writer: int, seq: int) -> None:
