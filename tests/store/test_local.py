@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -9,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from parquetry.errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed
+from parquetry.errors import (
+    AlreadyExists,
+    InvalidKey,
+    NotFound,
+    ParquetryError,
+    PreconditionFailed,
+)
 from parquetry.store import LocalStore, PutMode
 from parquetry.testing._conformance_races import race
 from parquetry.testing.processes import cas_worker, create_worker, run_processes
@@ -186,3 +193,31 @@ def test_too_long_names_are_invalid_keys(tmp_path: Path) -> None:
         with pytest.raises(InvalidKey, match="too long"):
             call()
     assert list(store.list()) == []
+
+
+def test_no_file_descriptor_leaks(tmp_path: Path) -> None:
+    """Every operation closes what it opens (a leaked fd per list once exhausted the limit)."""
+    store = LocalStore(tmp_path / "fds")
+    store.put("a/b/c", b"1")
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def round_() -> None:
+        store.put("a/b/c", b"2")
+        list(store.list("a"))
+        list(store.list("missing"))
+        store.head("a/b/c")
+        store.get("a/b/c")
+        store.put("d/e/f", b"1")
+        store.delete("d/e/f")  # prunes the emptied directories
+        with contextlib.suppress(ParquetryError):
+            store.put("a/b/c", b"3", mode=PutMode.CREATE)
+        with contextlib.suppress(ParquetryError):
+            store.get("x/y/missing")
+
+    round_()
+    before = open_fds()
+    for _ in range(20):
+        round_()
+    assert open_fds() == before

@@ -102,9 +102,10 @@ def open_subdir(name: str, dir_fd: int) -> int | None:
 
 
 def _entries(dir_fd: int) -> list[os.DirEntry[str]]:
-    # scandir closes the fd it is given: hand it a duplicate.
+    # scandir works on its own duplicate of the fd (CPython dups it), so dir_fd stays open and
+    # stays the caller's to close.
     try:
-        with os.scandir(os.dup(dir_fd)) as it:
+        with os.scandir(dir_fd) as it:
             return list(it)
     except (FileNotFoundError, NotADirectoryError):
         return []  # removed while listing

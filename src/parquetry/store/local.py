@@ -335,7 +335,9 @@ class LocalStore(Store):
             try:
                 os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except FileExistsError:
-                self._lstat(name, dir_fd, key)  # UnsafePath for a link
+                # Deleted since the link failed: it existed then, so this create lost.
+                with contextlib.suppress(NotFound):
+                    self._lstat(name, dir_fd, key)  # UnsafePath for a link
                 raise AlreadyExists(
                     f"{key!r} already exists in {self.url}", key=key, store=self.url
                 ) from None
