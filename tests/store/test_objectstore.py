@@ -6,10 +6,10 @@ import base64
 import pickle
 import socket
 import time
-import traceback
 from datetime import timedelta
 
 import pytest
+from error_text import all_text
 
 from parquetry.errors import InvalidArgument, NotFound, ParquetryError, StoreUnavailable
 from parquetry.store import ObjectStore, open_store
@@ -24,16 +24,6 @@ def closed_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def all_text(err: BaseException) -> str:
-    """Everything a log or traceback could show about an error, chained ones included."""
-    parts = ["".join(traceback.format_exception(err))]
-    seen: BaseException | None = err
-    while seen is not None:
-        parts += [str(seen), repr(seen), repr(seen.args), repr(getattr(seen, "__dict__", {}))]
-        seen = seen.__cause__ or seen.__context__
-    return "\n".join(parts)
 
 
 def assert_no_secret(text: str) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import traceback
 
 import pytest
+from error_text import all_text
 from typer.testing import CliRunner
 
 from parquetry.cli.app import app
@@ -21,16 +21,6 @@ from parquetry.testing.moto import CREDENTIALS, NO_METADATA_ENV, MotoServer
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYSECRET"
 KEY_ID = "AKIAIOSFODNN7KEYID"
-
-
-def all_text(err: BaseException) -> str:
-    """Everything a log or traceback could show about an error, chained ones included."""
-    parts = ["".join(traceback.format_exception(err))]
-    seen: BaseException | None = err
-    while seen is not None:
-        parts += [str(seen), repr(seen), repr(seen.args), repr(getattr(seen, "__dict__", {}))]
-        seen = seen.__cause__ or seen.__context__
-    return "\n".join(parts)
 
 
 def assert_no_secret(text: str) -> None:
