@@ -105,7 +105,9 @@ def load_index(
             f"index file {ref!r} of column {column!r} is missing", key=ref
         ) from None
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        # One thread: an Arrow worker that frees this Python-owned buffer after the interpreter
+        # began to exit aborts the process (apache/arrow#34314); index files are small.
+        table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
     except (pa.ArrowException, OSError, ValueError, EOFError, IndexError) as exc:
         raise MetadataCorrupted(f"{ref}: not a Parquet index file: {exc}", key=ref) from None
     return _from_table(column, table, ref, t)

@@ -167,7 +167,8 @@ class ParquetryReader(DataSourceReader):
             _trace(self.options.trace_reads, task.files)
             for key in task.files:
                 with store.open(key) as handle:
-                    table = pq.read_table(handle, columns=columns)
+                    # ParquetFile, not read_table: see parquetry.dataset.indices.
+                    table = pq.ParquetFile(handle).read(columns=columns)
                 yield from self._batches(table)
             return
         from parquetry.dataset.predicates import to_expression, validate_predicates
