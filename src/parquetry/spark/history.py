@@ -1,9 +1,10 @@
 """What a Spark write records in the dataset's history: its operation and parameters.
 
 Parameters follow Delta's ``operationParameters``: ``mode`` (``Append``/``Overwrite``),
-``partitionBy`` (a JSON list), and every write option the user set, under its Spark option
-name (``replaceWhere``, ``mergeSchema``, ``partitionOverwriteMode``, ... as the data source
-learns them). Store URLs and store options never appear (they may hold credentials); nor do
+``partitionBy`` (a JSON list), and every write option that differs from its default, named
+in Delta's camelCase after its :class:`SourceOptions` field (``rowsPerFile``, and
+``replaceWhere``, ``mergeSchema``, ``partitionOverwriteMode``... as the data source learns
+them). Store URLs and store options never appear (they may hold credentials); nor do
 read-only options.
 
 The Spark application id is recorded when the process running ``commit()`` can know it. That
