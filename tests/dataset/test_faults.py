@@ -65,6 +65,7 @@ OPERATIONS: dict[str, tuple[bool, Callable[[Store], object], pa.Table | None, pa
         pa.concat_tables([AFTER_BASE.slice(0, 1), MORE]),
     ),
     "build_index": (True, lambda s: Dataset.open(s, "f").build_index("v"), AFTER_BASE, AFTER_BASE),
+    "restore": (True, lambda s: Dataset.open(s, "f").restore(0), AFTER_BASE, BASE),
     "garbage_collect": (
         True,
         lambda s: Dataset.open(s, "f").garbage_collect(retention=0),

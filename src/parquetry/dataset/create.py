@@ -40,6 +40,7 @@ def create_from_files(
     table: str,
     operation: str = "create",
     encryption: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, str] | None = None,
 ) -> LoadedState:
     for col in (*partition_on, *secondary_indices):
         if col not in schema.names:
@@ -74,6 +75,7 @@ def create_from_files(
         metadata=user,
         epoch=number,
         incarnation=incarnation,
+        parameters=parameters,
     )
     data = encode_document(doc, "json")
     try:

@@ -19,6 +19,7 @@ from parquetry.dataset.arrowfs import pyarrow_dataset
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.encrypted import check_keys_for_read, write_options_for
 from parquetry.dataset.gc import GCReport, garbage_collect
+from parquetry.dataset.history import DatasetDetail, HistoryEntry, dataset_detail, read_history
 from parquetry.dataset.indices import IndexLookup
 from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo
@@ -40,6 +41,7 @@ from parquetry.dataset.transact import (
     commit_described_files,
     create_dataset,
     dataset_exists,
+    string_parameters,
 )
 from parquetry.dataset.versions import (
     LoadedState,
@@ -164,6 +166,19 @@ class Dataset:
         """The retained history, oldest first (one GET per version)."""
         return history(self.store, self.uuid)
 
+    def history(self, *, limit: int | None = None) -> list[HistoryEntry]:
+        """What each retained commit did, newest first (Delta's ``DESCRIBE HISTORY``):
+        version, time, operation, parameters and metrics. One LIST plus one GET per entry
+        (``limit`` bounds them)."""
+        if limit is not None and limit < 0:
+            raise InvalidArgument(f"limit must be >= 0, got {limit}")
+        return read_history(self.store, self.uuid, limit=limit)
+
+    def detail(self) -> DatasetDetail:
+        """Files, bytes, rows, partitions, schema, indices and times of this version
+        (no request: all of it is in the version document)."""
+        return dataset_detail(self.store, self._doc, self.version)
+
     # --- creating ------------------------------------------------------------------------
 
     @classmethod
@@ -225,13 +240,15 @@ class Dataset:
         operation: str = "write",
         max_retries: int | None = MAX_RETRIES,
         metadata_format: str = "json",
+        parameters: Mapping[str, Any] | None = None,
     ) -> Dataset:
         """Commit files written earlier with :func:`write_files` (one conflict-safe commit).
 
         ``mode``: ``"create"`` (new dataset), ``"append"`` (creates a missing dataset) or
         ``"overwrite"`` (replaces every partition; conflicts with concurrent changes).
         ``max_retries``: lost races tolerated in a row (None: no limit; losing races alone
-        never fails a commit then).
+        never fails a commit then). ``operation`` and ``parameters`` (strings, or JSON
+        values) are recorded in the version and shown by :meth:`history`.
 
         Before the commit point the files' write intents are claimed and every file is
         checked to exist (one HEAD each, 16 at a time): if garbage collection reaped them
@@ -251,6 +268,7 @@ class Dataset:
                 operation=operation,
                 max_retries=max_retries,
                 metadata_format=metadata_format,
+                parameters=parameters,
             ),
         )
 
@@ -290,13 +308,22 @@ class Dataset:
             raise
         return Dataset(self.store, state, decryption=self._decryption)
 
-    def append(self, data: Any, *, write_options: WriteOptions | None = None) -> Dataset:
+    def append(
+        self,
+        data: Any,
+        *,
+        write_options: WriteOptions | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> Dataset:
         """Add ``data`` as new partitions (never conflicts with other appends).
 
         On an encrypted dataset the new files get its recorded encryption, with the KMS the
         dataset was opened with (``decryption=``); without one this raises EncryptionError.
+        ``parameters`` are recorded with the commit (see :meth:`history`).
         """
-        return self._commit(self._write(data, write_options), operation="append")
+        string_parameters(parameters)  # refuse unrecordable ones before writing any file
+        files = self._write(data, write_options)
+        return self._commit(files, operation="append", parameters=parameters)
 
     def update(
         self,
@@ -304,15 +331,22 @@ class Dataset:
         *,
         delete_scope: Sequence[Mapping[str, Any]] | None = None,
         write_options: WriteOptions | None = None,
+        parameters: Mapping[str, Any] | None = None,
     ) -> Dataset:
         """Replace the partitions ``delete_scope`` selects with ``data`` (kartothek semantics).
 
         ``delete_scope`` is a list of ``{column: value}`` dicts over partition keys and indexed
         columns; a partition is removed if it matches any dict. Conflicts (CommitConflict) if
-        another commit changed which partitions the scope selects.
+        another commit changed which partitions the scope selects. ``parameters`` are
+        recorded with the commit (the ``delete_scope`` is recorded as parameter ``scope``).
         """
+        params = {"scope": list(delete_scope)} if delete_scope else {}
+        params.update(parameters or {})
+        string_parameters(params)  # refuse unrecordable ones before writing any file
         files = self._write(data, write_options) if data is not None else []
-        return self._commit(files, operation="update", delete_scope=delete_scope or None)
+        return self._commit(
+            files, operation="update", delete_scope=delete_scope or None, parameters=params
+        )
 
     def build_index(self, column: str) -> Dataset:
         """Build (or rebuild) a secondary index on ``column`` over every file."""
@@ -449,6 +483,46 @@ class Dataset:
         writers, kartothek) are kept while younger than ``retention``.
         """
         return garbage_collect(self.store, self.uuid, retention=retention)
+
+    def restore(self, version: int, *, parameters: Mapping[str, Any] | None = None) -> Dataset:
+        """Commit a new version whose state equals ``version`` (metadata only: the files
+        are referenced again, after one HEAD each; see :mod:`parquetry.dataset.restore`).
+
+        Raises DatasetNotFound (nothing committed) if ``version`` expired or lost a file to
+        garbage collection, CommitConflict if another commit landed after this version.
+        """
+        from parquetry.dataset.restore import restore_version
+
+        base = LoadedState(
+            doc=self._doc,
+            number=self._number,
+            foreign=self._foreign,
+            pointer_format=self._pointer_format,
+            requests=0,
+        )
+        params = string_parameters(parameters)
+        state = restore_version(self.store, base, version, parameters=params)
+        return Dataset(self.store, state, decryption=self._decryption)
+
+    def vacuum(
+        self,
+        retention: dt.timedelta | float = DEFAULT_RETENTION,
+        *,
+        force: bool = False,
+    ) -> GCReport:
+        """Garbage collection with Delta's safety check: a ``retention`` shorter than the
+        default (7 days) is refused unless ``force=True``, since readers and writers still
+        using versions that old would lose their files (Delta's
+        ``retentionDurationCheck``)."""
+        if not isinstance(retention, dt.timedelta):
+            retention = dt.timedelta(seconds=float(retention))
+        if retention < DEFAULT_RETENTION and not force:
+            raise InvalidArgument(
+                f"vacuum of dataset {self.uuid!r} with retention {retention} is shorter than "
+                f"the safe minimum {DEFAULT_RETENTION}: versions younger than that may still "
+                "be read or restored; pass force=True if no reader or writer needs them"
+            )
+        return self.garbage_collect(retention=retention)
 
     @staticmethod
     def repair(store: Store, uuid: str) -> str:

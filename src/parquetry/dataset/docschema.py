@@ -205,9 +205,22 @@ def _version(info: Any, out: Problems) -> None:
     p = "parquetry.version"
     _int(info.get("number"), f"{p}.number", out)
     _int(info.get("parent"), f"{p}.parent", out, none=True)
-    for name in ("rows_added", "rows_removed", "files_added", "files_removed", "epoch"):
+    for name in (
+        "rows_added",
+        "rows_removed",
+        "files_added",
+        "files_removed",
+        "epoch",
+        "bytes_added",
+        "bytes_removed",
+    ):
         if name in info:
             _int(info[name], f"{p}.{name}", out)
+    params = info.get("parameters", {})
+    if _obj(params, f"{p}.parameters", out):
+        for k, v in params.items():
+            if not isinstance(v, str):
+                out.append(f"{p}.parameters[{k!r}]: expected a string, found {short_repr(v)}")
     _str(info.get("operation"), f"{p}.operation", out)
     when = info.get("committed_at")
     if _str(when, f"{p}.committed_at", out):

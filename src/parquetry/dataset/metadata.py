@@ -170,9 +170,21 @@ class VersionInfo:
     #: Random id of this incarnation (empty in documents written before incarnation ids):
     #: a commit checks that the incarnation it builds on still exists.
     incarnation: str = ""
+    #: Bytes of the data files this commit added / removed (0 in documents written before).
+    bytes_added: int = 0
+    bytes_removed: int = 0
+    #: The operation's parameters as strings (save mode, replaceWhere, Spark application id,
+    #: the caller's own entries); empty in documents written before parameters were recorded.
+    parameters: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        extra = {"incarnation": self.incarnation} if self.incarnation else {}
+        # New fields only when set: documents stay byte-identical to older writers' otherwise.
+        extra: dict[str, Any] = {"incarnation": self.incarnation} if self.incarnation else {}
+        if self.bytes_added or self.bytes_removed:
+            extra["bytes_added"] = self.bytes_added
+            extra["bytes_removed"] = self.bytes_removed
+        if self.parameters:
+            extra["parameters"] = dict(self.parameters)
         return {
             "number": self.number,
             "parent": self.parent,

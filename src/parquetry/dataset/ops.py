@@ -75,12 +75,14 @@ def apply_change(
     index_override: Mapping[str, IndexData] | None = None,
     epoch: int | None = None,
     incarnation: str | None = None,
+    parameters: Mapping[str, str] | None = None,
 ) -> DatasetDocument:
     """The document after removing partitions ``remove`` and adding files ``add``."""
     table = base.tables[0] if base.partitions else (add[0].table if add else "table")
     partitions = {lbl: f for lbl, f in base.partitions.items() if lbl not in remove}
     added: dict[str, FileInfo] = {}
     rows_removed = sum(base.files[lbl].rows for lbl in remove if lbl in base.files)
+    bytes_removed = sum(base.files[lbl].size for lbl in remove if lbl in base.files)
     for fd in add:
         if fd.label in partitions:
             raise InvalidArgument(f"partition label {fd.label!r} is already in the dataset")
@@ -128,6 +130,9 @@ def apply_change(
             rows_removed=rows_removed,
             files_added=len(add),
             files_removed=len(remove),
+            bytes_added=sum(fd.size for fd in add),
+            bytes_removed=bytes_removed,
+            parameters=dict(parameters or {}),
             epoch=epoch if epoch is not None else (base.version.epoch if base.version else 0),
             incarnation=incarnation
             if incarnation is not None
@@ -200,6 +205,8 @@ def change_maker(
     metadata: Mapping[str, Any] | None = None,
     new_indices: Sequence[str] = (),
     index_builder: Callable[[DatasetDocument], dict[str, IndexData]] | None = None,
+    parameters: Mapping[str, str] | None = None,
+    restore_to: DatasetDocument | None = None,
 ) -> Callable[[DatasetDocument | None, int], DatasetDocument]:
     """The ``make`` function of one commit: re-applied to each newer base after a lost race.
 
@@ -235,6 +242,7 @@ def change_maker(
             new_indices=new_indices,
             metadata=metadata,
             index_override=index_builder(base) if index_builder else None,
+            parameters=parameters,
         )
 
     return make

@@ -25,9 +25,36 @@ from parquetry.errors import AlreadyExists, InvalidArgument
 from parquetry.parquet import WriteOptions
 from parquetry.store import Store
 
-__all__ = ["commit_change", "commit_described_files", "create_dataset", "dataset_exists"]
+__all__ = [
+    "commit_change",
+    "commit_described_files",
+    "create_dataset",
+    "dataset_exists",
+    "string_parameters",
+]
 
 COMMIT_MODES = ("create", "append", "overwrite")
+
+
+def string_parameters(parameters: Mapping[str, Any] | None) -> dict[str, str]:
+    """A commit's ``parameters`` as recorded: string keys and values (non-strings as JSON,
+    like Delta's ``operationParameters``). None values are left out."""
+    import json
+
+    out: dict[str, str] = {}
+    for key, value in (parameters or {}).items():
+        if not isinstance(key, str):
+            raise InvalidArgument(f"parameter names must be strings, got {key!r}")
+        if value is None:
+            continue
+        if isinstance(value, str):
+            out[key] = value
+            continue
+        try:
+            out[key] = json.dumps(value, sort_keys=True, default=str)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(f"parameter {key!r} cannot be recorded: {exc}") from None
+    return out
 
 
 def dataset_exists(store: Store, uuid: str) -> bool:
@@ -97,12 +124,14 @@ def commit_change(
     index_builder: Any = None,
     max_retries: int | None = MAX_RETRIES,
     verify_files: bool = True,
+    parameters: Mapping[str, Any] | None = None,
 ) -> LoadedState:
     """Commit ``files`` (and removals) as the version after ``base``.
 
     ``verify_files=False``: the caller has just written ``files`` itself; skip the HEADs.
     """
     check_user_metadata(metadata)
+    params = string_parameters(parameters)  # invalid ones fail before any write
     doc = base.doc
     assert doc.schema is not None
     described = [(f.key, f.size, f.intent) for f in files]
@@ -117,6 +146,7 @@ def commit_change(
         metadata=metadata,
         new_indices=new_indices,
         index_builder=index_builder,
+        parameters=params,
     )
     stale = None
     if base.foreign:
@@ -157,6 +187,7 @@ def commit_described_files(
     operation: str = "write",
     max_retries: int | None = MAX_RETRIES,
     metadata_format: str = "json",
+    parameters: Mapping[str, Any] | None = None,
 ) -> LoadedState:
     """The body of :meth:`Dataset.commit_files` (see there)."""
     if mode not in COMMIT_MODES:
@@ -182,6 +213,7 @@ def commit_described_files(
             metadata_format=metadata_format,
             table=files[0].table if files else DEFAULT_TABLE,
             operation=operation,
+            parameters=string_parameters(parameters),
         )
     base = load_latest(store, uuid)
     keys = base.doc.partition_keys
@@ -206,4 +238,5 @@ def commit_described_files(
         metadata=metadata,
         new_indices=secondary_indices,
         max_retries=max_retries,
+        parameters=parameters,
     )

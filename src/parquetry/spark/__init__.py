@@ -8,9 +8,11 @@ from __future__ import annotations
 from parquetry.spark.helpers import dnf_to_column, read_dataset, write_dataset
 from parquetry.spark.session import local_session
 from parquetry.spark.source import ParquetryDataSource, register
+from parquetry.spark.table import ParquetryTable
 
 __all__ = [
     "ParquetryDataSource",
+    "ParquetryTable",
     "dnf_to_column",
     "local_session",
     "read_dataset",

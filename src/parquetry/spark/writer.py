@@ -20,6 +20,7 @@ from pyspark.sql.types import StructType
 
 from parquetry.dataset import FileDescription
 from parquetry.parquet import WriteOptions
+from parquetry.spark.history import write_operation, write_parameters
 from parquetry.spark.options import SourceOptions
 from parquetry.spark.types import normalize_written, spark_to_arrow_schema, utc_schema
 
@@ -167,7 +168,8 @@ class DatasetArrowWriter(DataSourceArrowWriter):
             schema=utc_schema(self.arrow_schema),
             partition_on=self.options.partition_on,
             secondary_indices=self.options.secondary_indices,
-            operation="spark-write",
+            operation=write_operation(self.overwrite),
+            parameters=write_parameters(self.options, self.overwrite),
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
