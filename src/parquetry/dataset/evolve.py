@@ -58,7 +58,10 @@ def same_values(a: pa.DataType, b: pa.DataType) -> bool:
     a, b = _plain(a), _plain(b)
     if a == b:
         return True
-    return bool(pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.tz == b.tz)
+    if not (pa.types.is_timestamp(a) and pa.types.is_timestamp(b)):
+        return False
+    # Units of one clock; any two zones name the same instants (stored as UTC).
+    return a.tz == b.tz or (a.tz is not None and b.tz is not None)
 
 
 def _plain(t: pa.DataType) -> pa.DataType:
