@@ -202,9 +202,12 @@ def _first_null(column: pa.ChunkedArray | pa.Array, field: pa.Field, path: str) 
     if not field.nullable and arr.null_count:
         rows = pc.indices_nonzero(pc.is_null(arr))
         return f"column {path!r} is NOT NULL but row {rows[0].as_py()} is null"
-    if pa.types.is_struct(field.type) and len(arr):
+    if pa.types.is_struct(field.type) and pa.types.is_struct(arr.type) and len(arr):
         valid = pc.is_valid(arr)
-        for i, child in enumerate(field.type):
+        for child in field.type:
+            i = arr.type.get_field_index(child.name)
+            if i < 0:
+                continue  # not in the data: filled with nulls if nullable, else refused by type
             # A null struct has no field values to check.
             values = pc.filter(arr.field(i), valid) if arr.null_count else arr.field(i)
             found = _first_null(values, child, f"{path}.{child.name}")
