@@ -17,7 +17,9 @@ import pyarrow.dataset as pads
 
 from parquetry.dataset.arrowfs import pyarrow_dataset
 from parquetry.dataset.commit import MAX_RETRIES
+from parquetry.dataset.create import Batches
 from parquetry.dataset.encrypted import check_keys_for_read, write_options_for
+from parquetry.dataset.evolve import resolve_write_schema
 from parquetry.dataset.gc import GCReport, garbage_collect
 from parquetry.dataset.history import DatasetDetail, HistoryEntry, dataset_detail, read_history
 from parquetry.dataset.indices import IndexLookup
@@ -51,7 +53,7 @@ from parquetry.dataset.versions import (
     load_latest,
     load_version,
 )
-from parquetry.dataset.write import FileDescription, write_files
+from parquetry.dataset.write import FileDescription, iter_input, storage_schema, write_files
 from parquetry.errors import (
     CommitConflict,
     InvalidArgument,
@@ -241,6 +243,8 @@ class Dataset:
         max_retries: int | None = MAX_RETRIES,
         metadata_format: str = "json",
         parameters: Mapping[str, Any] | None = None,
+        merge_schema: bool = False,
+        overwrite_schema: bool = False,
     ) -> Dataset:
         """Commit files written earlier with :func:`write_files` (one conflict-safe commit).
 
@@ -249,6 +253,10 @@ class Dataset:
         ``max_retries``: lost races tolerated in a row (None: no limit; losing races alone
         never fails a commit then). ``operation`` and ``parameters`` (strings, or JSON
         values) are recorded in the version and shown by :meth:`history`.
+        ``schema``: the schema the files were written with; it must match the dataset's
+        (SchemaMismatch otherwise) unless ``merge_schema`` evolves it (new nullable columns,
+        lossless widening) or ``overwrite_schema`` (mode ``"overwrite"``) replaces it and
+        the partitioning with ``schema`` and ``partition_on``.
 
         Before the commit point the files' write intents are claimed and every file is
         checked to exist (one HEAD each, 16 at a time): if garbage collection reaped them
@@ -269,26 +277,46 @@ class Dataset:
                 max_retries=max_retries,
                 metadata_format=metadata_format,
                 parameters=parameters,
+                merge_schema=merge_schema,
+                overwrite_schema=overwrite_schema,
             ),
         )
 
     # --- writing -------------------------------------------------------------------------
 
-    def _write(self, data: Any, write_options: WriteOptions | None) -> list[FileDescription]:
+    def _write(
+        self, data: Any, write_options: WriteOptions | None, merge_schema: bool
+    ) -> tuple[list[FileDescription], pa.Schema]:
+        """Write ``data`` after the schema-on-write check; the files and their schema."""
         # An encrypted dataset stays encrypted: recorded settings + the opener's KMS, or refuse.
         write_options = write_options_for(
             self.uuid, self._doc.encryption, write_options, self._decryption
         )
-        return write_files(
+        in_schema, batches = iter_input(data)
+        target = resolve_write_schema(
+            self.uuid,
+            self.schema,
+            storage_schema(in_schema),
+            merge=merge_schema,
+            partition_on=self.partition_keys,
+        )
+        files = write_files(
             self.store,
             self.uuid,
-            data,
+            Batches(in_schema, batches),
             partition_on=self.partition_keys,
             secondary_indices=self.secondary_indices,
             write_options=write_options,
-            schema=self.schema,
+            schema=target,
             table=self._doc.tables[0],
+            fill_missing=merge_schema,
         )
+        return files, target
+
+    def _evolution(self, written: pa.Schema, merge_schema: bool) -> dict[str, Any]:
+        if written.equals(self.schema):
+            return {}
+        return {"written_schema": written, "merge_schema": merge_schema}
 
     def _commit(self, files: Sequence[FileDescription], **change: Any) -> Dataset:
         """Commit ``files`` after this version (``change``: see :func:`commit_change`)."""
@@ -313,17 +341,28 @@ class Dataset:
         data: Any,
         *,
         write_options: WriteOptions | None = None,
+        merge_schema: bool = False,
         parameters: Mapping[str, Any] | None = None,
     ) -> Dataset:
         """Add ``data`` as new partitions (never conflicts with other appends).
+
+        The data must match the dataset's schema (see :mod:`parquetry.dataset.evolve`):
+        otherwise SchemaMismatch names every differing column, before anything is written.
+        ``merge_schema=True`` adds new columns and struct fields (nullable) and widens types
+        losslessly in the same commit; older files read with nulls and widened values.
 
         On an encrypted dataset the new files get its recorded encryption, with the KMS the
         dataset was opened with (``decryption=``); without one this raises EncryptionError.
         ``parameters`` are recorded with the commit (see :meth:`history`).
         """
         string_parameters(parameters)  # refuse unrecordable ones before writing any file
-        files = self._write(data, write_options)
-        return self._commit(files, operation="append", parameters=parameters)
+        files, written = self._write(data, write_options, merge_schema)
+        return self._commit(
+            files,
+            operation="append",
+            parameters=parameters,
+            **self._evolution(written, merge_schema),
+        )
 
     def update(
         self,
@@ -332,20 +371,30 @@ class Dataset:
         delete_scope: Sequence[Mapping[str, Any]] | None = None,
         write_options: WriteOptions | None = None,
         parameters: Mapping[str, Any] | None = None,
+        merge_schema: bool = False,
     ) -> Dataset:
         """Replace the partitions ``delete_scope`` selects with ``data`` (kartothek semantics).
 
         ``delete_scope`` is a list of ``{column: value}`` dicts over partition keys and indexed
         columns; a partition is removed if it matches any dict. Conflicts (CommitConflict) if
-        another commit changed which partitions the scope selects. ``parameters`` are
-        recorded with the commit (the ``delete_scope`` is recorded as parameter ``scope``).
+        another commit changed which partitions the scope selects. ``merge_schema``: as in
+        :meth:`append`. ``parameters`` are recorded with the commit (the ``delete_scope`` is
+        recorded as parameter ``scope``).
         """
         params = {"scope": list(delete_scope)} if delete_scope else {}
         params.update(parameters or {})
         string_parameters(params)  # refuse unrecordable ones before writing any file
-        files = self._write(data, write_options) if data is not None else []
+        if data is None:
+            return self._commit(
+                [], operation="update", delete_scope=delete_scope or None, parameters=params
+            )
+        files, written = self._write(data, write_options, merge_schema)
         return self._commit(
-            files, operation="update", delete_scope=delete_scope or None, parameters=params
+            files,
+            operation="update",
+            delete_scope=delete_scope or None,
+            parameters=params,
+            **self._evolution(written, merge_schema),
         )
 
     def build_index(self, column: str) -> Dataset:

@@ -9,6 +9,7 @@ whether the result becomes a version.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -207,16 +208,48 @@ def change_maker(
     index_builder: Callable[[DatasetDocument], dict[str, IndexData]] | None = None,
     parameters: Mapping[str, str] | None = None,
     restore_to: DatasetDocument | None = None,
+    written_schema: pa.Schema | None = None,
+    merge_schema: bool = False,
+    replace_layout: tuple[str, ...] | None = None,
 ) -> Callable[[DatasetDocument | None, int], DatasetDocument]:
     """The ``make`` function of one commit: re-applied to each newer base after a lost race.
 
     Adding files never conflicts. Removing partitions (``delete_scope``, overwrite)
     conflicts when a concurrent commit changed which partitions would be removed.
+
+    ``written_schema``: the schema the files were written with, when it differs from
+    ``schema`` (the base's at the start): a ``merge_schema`` evolution, or with
+    ``replace_layout`` (the new partition keys) an ``overwrite_schema`` replacement.
     """
     first_removed: list[set[str]] = []
 
+    def schema_of(base: DatasetDocument) -> pa.Schema:
+        assert base.schema is not None
+        if replace_layout is not None and written_schema is not None:
+            return written_schema
+        written = written_schema if written_schema is not None else schema
+        if base.schema.equals(schema):
+            return written
+        # Another writer changed the schema meanwhile: the files must fit it as well.
+        from parquetry.dataset.evolve import resolve_write_schema
+        from parquetry.errors import SchemaMismatch
+
+        try:
+            out = resolve_write_schema(
+                base.uuid, base.schema, written, merge=True, partition_on=base.partition_keys
+            )
+        except SchemaMismatch as exc:
+            raise CommitConflict(f"a concurrent commit changed the schema: {exc}") from None
+        if not merge_schema and not out.equals(base.schema):
+            raise CommitConflict(
+                f"dataset {base.uuid!r}: a concurrent commit changed the schema to one this "
+                "write's files do not fit; nothing is committed"
+            )
+        return out
+
     def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
         assert base is not None
+        target = schema_of(base)
         remove: set[str] = set()
         if delete_scope is not None:
             remove = labels_in_scope(store, base, schema, delete_scope)
@@ -229,6 +262,8 @@ def change_maker(
                 f"{operation} removes ({len(gone)} differ, e.g. {gone[:3]})"
             )
         first_removed.append(remove)
+        if replace_layout is not None:
+            return _replace_all(base, number, target, replace_layout)
         return apply_change(
             store,
             base,
@@ -236,13 +271,46 @@ def change_maker(
             parent=number - 1,
             committed_at=now_iso(),
             operation=operation,
-            schema=schema,
+            schema=target,
             add=files,
             remove=remove,
             new_indices=new_indices,
             metadata=metadata,
             index_override=index_builder(base) if index_builder else None,
             parameters=parameters,
+        )
+
+    def _replace_all(
+        base: DatasetDocument, number: int, target: pa.Schema, keys: tuple[str, ...]
+    ) -> DatasetDocument:
+        # A new schema (and layout): nothing of the base survives but its metadata and
+        # history, so the change applies to an emptied base; the metrics count the removal.
+        from parquetry.dataset.metadata import FileInfos
+
+        emptied = base.evolve(
+            partitions={}, files=FileInfos(), indices={}, index_footers={}, partition_keys=keys
+        )
+        doc = apply_change(
+            store,
+            emptied,
+            number=number,
+            parent=number - 1,
+            committed_at=now_iso(),
+            operation=operation,
+            schema=target,
+            add=files,
+            new_indices=new_indices,
+            metadata=metadata,
+            parameters=parameters,
+        )
+        assert doc.version is not None
+        removed = [lbl for lbl in base.partitions if lbl in base.files]
+        return doc.evolve(
+            version=replace(
+                doc.version,
+                rows_removed=sum(base.files[lbl].rows for lbl in removed),
+                files_removed=len(base.partitions),
+            )
         )
 
     return make

@@ -17,11 +17,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from parquetry.dataset.evolve import storable
 from parquetry.errors import MetadataCorrupted, SchemaMismatch
 
 __all__ = [
     "INDEX_LEVEL_PREFIX",
     "cast_to_schema",
+    "check_required",
     "common_metadata_bytes",
     "kartothek_schema",
     "normalise_type",
@@ -147,23 +149,15 @@ def schema_from_b64(text: str) -> pa.Schema:
         raise MetadataCorrupted(f"invalid schema in version document: {exc}") from None
 
 
-def _convertible(have: pa.DataType, want: pa.DataType) -> bool:
-    """May input of type ``have`` be stored as ``want`` (values permitting)?"""
-    if have == want or normalise_type(have) == normalise_type(want):
-        return True
-    # Another unit of the same clock: ns input into a µs dataset when every value is whole µs.
-    return bool(pa.types.is_timestamp(have) and pa.types.is_timestamp(want) and have.tz == want.tz)
-
-
 def _first_lossy_row(column: pa.ChunkedArray, t: pa.DataType) -> int | None:
     """The first row whose value does not survive the cast to ``t`` unchanged."""
     there = column.cast(t, safe=False)
+    back = there.cast(column.type, safe=False)
+    changed = pc.not_equal(column, back)
     if pa.types.is_floating(column.type):
-        # Rounding is what a narrower float means; a finite value turning infinite is loss.
-        changed = pc.fill_null(pc.and_(pc.is_finite(column), pc.is_inf(there)), False)
-    else:
-        back = there.cast(column.type, safe=False)
-        changed = pc.fill_null(pc.not_equal(column, back), False)
+        # NaN is stored as NaN; any other value must come back exactly (no rounding).
+        changed = pc.and_(changed, pc.invert(pc.is_nan(column)))
+    changed = pc.fill_null(changed, False)
     rows = pc.indices_nonzero(changed.combine_chunks() if changed.num_chunks else changed)
     return rows[0].as_py() if len(rows) else None
 
@@ -184,10 +178,15 @@ def _cast_column(
         out = column.cast(t)
         # Arrow narrows floats silently, even 1e300 to inf.
         bad = _first_lossy_row(column, t) if pa.types.is_floating(column.type) else None
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        bad = _first_lossy_row(column, t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        try:
+            bad = _first_lossy_row(column, t)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            bad = None  # nested types: no row-wise comparison; report Arrow's reason
         if bad is None:
-            raise
+            raise SchemaMismatch(
+                f"{where}: column {name!r} is {column.type}, the dataset has {t}: {exc}"
+            ) from None
     if bad is None:
         return out
     value = _show(column[bad])
@@ -197,30 +196,76 @@ def _cast_column(
     )
 
 
+def _first_null(column: pa.ChunkedArray | pa.Array, field: pa.Field, path: str) -> str | None:
+    """``path[row]`` of the first null where ``field`` (or a struct field in it) is required."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not field.nullable and arr.null_count:
+        rows = pc.indices_nonzero(pc.is_null(arr))
+        return f"column {path!r} is NOT NULL but row {rows[0].as_py()} is null"
+    if pa.types.is_struct(field.type) and pa.types.is_struct(arr.type) and len(arr):
+        valid = pc.is_valid(arr)
+        for child in field.type:
+            i = arr.type.get_field_index(child.name)
+            if i < 0:
+                continue  # not in the data: filled with nulls if nullable, else refused by type
+            # A null struct has no field values to check.
+            values = pc.filter(arr.field(i), valid) if arr.null_count else arr.field(i)
+            found = _first_null(values, child, f"{path}.{child.name}")
+            if found is not None:
+                return found
+    return None
+
+
+def check_required(table: pa.Table, schema: pa.Schema, *, where: str, row_offset: int = 0) -> None:
+    """Raise SchemaMismatch naming the column if a required (NOT NULL) field holds a null."""
+    for f in schema:
+        if f.name in table.column_names and (not f.nullable or pa.types.is_struct(f.type)):
+            found = _first_null(table.column(f.name), f, f.name)
+            if found is not None:
+                raise SchemaMismatch(
+                    f"{where}: {found} (rows counted from {row_offset}); nothing is written"
+                )
+
+
 def cast_to_schema(
-    table: pa.Table, schema: pa.Schema, *, where: str, row_offset: int = 0
+    table: pa.Table,
+    schema: pa.Schema,
+    *,
+    where: str,
+    row_offset: int = 0,
+    fill_missing: bool = False,
 ) -> pa.Table:
     """Select and cast ``table`` to ``schema`` (missing columns are an error).
 
-    Types convert when the dataset's type holds every value exactly: integer widths (range
-    checked), float widths (overflow checked), string/binary kinds, dictionaries, timestamp
-    units of one time zone (``timestamp[ns]`` into ``timestamp[us]`` when every value is a
-    whole microsecond). Otherwise :class:`SchemaMismatch` names the column and the first
-    offending row (counted from ``row_offset``) and value.
+    Types convert when the dataset's type holds every value exactly: integer and float
+    widths (every value checked, floats must round-trip exactly), lossless widenings,
+    string/binary kinds, dictionaries, structs by field name (missing nullable fields
+    become null), timestamp units of one time zone (``timestamp[ns]`` into
+    ``timestamp[us]`` when every value is a whole microsecond). A null in a required (NOT
+    NULL) field is refused. Otherwise :class:`SchemaMismatch` names the column and the
+    first offending row (counted from ``row_offset``) and value. ``fill_missing``: nullable
+    columns the table lacks become nulls (a ``merge_schema`` write) instead of an error.
     """
     missing = [n for n in schema.names if n not in table.column_names]
     extra = [n for n in table.column_names if n not in schema.names]
+    if fill_missing and not extra and all(schema.field(n).nullable for n in missing):
+        for n in missing:
+            table = table.append_column(
+                schema.field(n), pa.nulls(table.num_rows, schema.field(n).type)
+            )
+        missing = []
     if missing or extra:
         raise SchemaMismatch(
             f"{where}: columns differ from the dataset schema (missing {missing}, "
             f"unexpected {extra})"
         )
     table = table.select(schema.names)
+    check_required(table, schema, where=where, row_offset=row_offset)
     if table.schema.remove_metadata().equals(schema.remove_metadata()):
         return table
     for f in schema:
         have = table.schema.field(f.name).type
-        if not _convertible(have, f.type):
+        if not storable(have, f.type):
             raise SchemaMismatch(f"{where}: column {f.name!r} is {have}, the dataset has {f.type}")
     try:
         columns = [

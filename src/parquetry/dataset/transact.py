@@ -16,7 +16,9 @@ import pyarrow as pa
 from parquetry.dataset.commit import MAX_RETRIES, commit
 from parquetry.dataset.create import Batches, create_from_files, schema_from_files
 from parquetry.dataset.docschema import check_user_metadata
+from parquetry.dataset.evolve import resolve_write_schema
 from parquetry.dataset.intents import claim_for_commit
+from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.naming import DEFAULT_TABLE, METADATA_FORMATS, metadata_key, validate_uuid
 from parquetry.dataset.ops import change_maker
 from parquetry.dataset.versions import LoadedState, load_latest
@@ -125,10 +127,16 @@ def commit_change(
     max_retries: int | None = MAX_RETRIES,
     verify_files: bool = True,
     parameters: Mapping[str, Any] | None = None,
+    written_schema: pa.Schema | None = None,
+    merge_schema: bool = False,
+    replace_layout: tuple[str, ...] | None = None,
 ) -> LoadedState:
     """Commit ``files`` (and removals) as the version after ``base``.
 
     ``verify_files=False``: the caller has just written ``files`` itself; skip the HEADs.
+    ``written_schema``/``merge_schema``/``replace_layout``: a schema evolution or
+    replacement (see :func:`~parquetry.dataset.ops.change_maker`); ``_common_metadata``
+    follows the committed schema.
     """
     check_user_metadata(metadata)
     params = string_parameters(parameters)  # invalid ones fail before any write
@@ -147,6 +155,9 @@ def commit_change(
         new_indices=new_indices,
         index_builder=index_builder,
         parameters=params,
+        written_schema=written_schema,
+        merge_schema=merge_schema,
+        replace_layout=replace_layout,
     )
     stale = None
     if base.foreign:
@@ -165,6 +176,10 @@ def commit_change(
         claim=claim,
     )
     assert committed.version is not None
+    if committed.schema is not None and (
+        not committed.schema.equals(doc.schema) or committed.partition_keys != doc.partition_keys
+    ):
+        _follow_schema(store, committed)
     return LoadedState(
         doc=committed,
         number=committed.version.number,
@@ -172,6 +187,31 @@ def commit_change(
         pointer_format=fmt,
         requests=0,
     )
+
+
+def _follow_schema(store: Store, committed: DatasetDocument) -> None:
+    """Rewrite ``_common_metadata`` (kartothek's schema) for the newest committed version.
+
+    Written after the commit point, as the pointer is: a writer that evolved the schema
+    concurrently may have put its own meanwhile, so this repeats until the newest version's
+    schema is the one written. ``parquetry validate`` reports a stale one; ``repair`` is
+    not needed for reads (parquetry reads the schema of the version document).
+    """
+    from parquetry.dataset.create import put_common_metadata
+
+    doc = committed
+    for _ in range(8):
+        assert doc.schema is not None
+        assert doc.version is not None
+        put_common_metadata(
+            store, doc.uuid, doc.tables[0], doc.schema, doc.partition_keys, replace_stale=True
+        )
+        newest = load_latest(store, doc.uuid)
+        if newest.number == doc.version.number or newest.doc.schema is None:
+            return
+        if newest.doc.schema.equals(doc.schema) and newest.doc.partition_keys == doc.partition_keys:
+            return
+        doc = newest.doc
 
 
 def commit_described_files(
@@ -188,10 +228,14 @@ def commit_described_files(
     max_retries: int | None = MAX_RETRIES,
     metadata_format: str = "json",
     parameters: Mapping[str, Any] | None = None,
+    merge_schema: bool = False,
+    overwrite_schema: bool = False,
 ) -> LoadedState:
     """The body of :meth:`Dataset.commit_files` (see there)."""
     if mode not in COMMIT_MODES:
         raise InvalidArgument(f"mode must be create, append or overwrite, got {mode!r}")
+    if overwrite_schema and mode != "overwrite":
+        raise InvalidArgument("overwrite_schema (overwriteSchema) needs mode overwrite")
     validate_uuid(uuid)
     check_user_metadata(metadata)
     layouts = {tuple(k for k, _ in f.partition) for f in files}
@@ -216,7 +260,30 @@ def commit_described_files(
             parameters=string_parameters(parameters),
         )
     base = load_latest(store, uuid)
+    if overwrite_schema:
+        if schema is None:
+            schema = schema_from_files(store, files, partition_on)
+        return commit_change(
+            store,
+            base,
+            files,
+            remove_all=True,
+            operation=operation,
+            metadata=metadata,
+            new_indices=secondary_indices,
+            max_retries=max_retries,
+            written_schema=storage_schema(schema),
+            replace_layout=tuple(partition_on),
+            parameters=parameters,
+        )
     keys = base.doc.partition_keys
+    written = None
+    if schema is not None:
+        assert base.doc.schema is not None
+        target = resolve_write_schema(
+            uuid, base.doc.schema, schema, merge=merge_schema, partition_on=keys
+        )
+        written = None if target.equals(base.doc.schema) else target
     if partition_on and tuple(partition_on) != keys:
         raise InvalidArgument(
             f"dataset {uuid!r} is partitioned on {keys}, not {tuple(partition_on)}"
@@ -239,4 +306,6 @@ def commit_described_files(
         new_indices=secondary_indices,
         max_retries=max_retries,
         parameters=parameters,
+        written_schema=written,
+        merge_schema=merge_schema,
     )

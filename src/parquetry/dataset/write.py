@@ -254,6 +254,7 @@ def write_files(
     flush_bytes: int = FLUSH_BYTES,
     max_workers: int = 4,
     lease: dt.timedelta = DEFAULT_LEASE,
+    fill_missing: bool = False,
 ) -> list[FileDescription]:
     """Write data files for a later commit; commits nothing.
 
@@ -275,6 +276,8 @@ def write_files(
         flush_bytes: Buffered input size after which partitioned data is split and written.
         max_workers: Files encoded and uploaded concurrently.
         lease: How long the intent protects the files without renewal.
+        fill_missing: Nullable columns of ``schema`` the data lacks are written as nulls
+            (a ``merge_schema`` write; checked by :mod:`parquetry.dataset.evolve` first).
 
     Returns:
         One :class:`FileDescription` per written file.
@@ -297,7 +300,11 @@ def write_files(
             return
         nonlocal seen
         tbl = cast_to_schema(
-            pa.Table.from_batches(buffered), target, where=f"writing {uuid}", row_offset=seen
+            pa.Table.from_batches(buffered),
+            target,
+            where=f"writing {uuid}",
+            row_offset=seen,
+            fill_missing=fill_missing,
         )
         seen += tbl.num_rows
         buffered.clear()

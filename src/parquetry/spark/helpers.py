@@ -102,6 +102,8 @@ def write_dataset(
     partition_on: Sequence[str] = (),
     secondary_indices: Sequence[str] = (),
     mode: str = "append",
+    merge_schema: bool = False,
+    overwrite_schema: bool = False,
     **store_options: Any,
 ) -> Any:
     """Write ``df`` into the kartothek-format dataset ``uuid`` and return it, opened.
@@ -117,6 +119,10 @@ def write_dataset(
         partition_on: Hive partition columns, e.g. ``("order_date",)``.
         secondary_indices: columns to index, e.g. ``("customer",)``.
         mode: ``"append"`` (creates a missing dataset) or ``"overwrite"``.
+        merge_schema: option ``mergeSchema``: add new columns/struct fields (nullable) and
+            widen types losslessly; otherwise a schema mismatch fails before any task runs.
+        overwrite_schema: option ``overwriteSchema`` (with ``mode="overwrite"``): replace the
+            schema and partitioning.
         **store_options: ``endpoint``, ``region``, ``access_key_id``... for object stores.
     """
     from parquetry.dataset import Dataset
@@ -126,6 +132,8 @@ def write_dataset(
     writer = df.write.format("parquetry").options(**options).option("dataset", uuid)
     writer = writer.option("partition_on", ",".join(partition_on))
     writer = writer.option("secondary_indices", ",".join(secondary_indices))
+    writer = writer.option("mergeSchema", str(merge_schema).lower())
+    writer = writer.option("overwriteSchema", str(overwrite_schema).lower())
     writer.mode(mode).save()
     return Dataset.open(opened, uuid)
 

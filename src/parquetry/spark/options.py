@@ -60,6 +60,17 @@ def _predicates(raw: str | None) -> Predicates | None:
     )
 
 
+def _bool(options: Mapping[str, str], name: str) -> bool:
+    """A true/false option (Spark lower-cases keys; ``name`` is the lower-cased key)."""
+    raw = options.get(name)
+    if raw is None or raw == "":
+        return False
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise InvalidArgument(f"option {name!r} must be true or false, got {raw!r}")
+    return value == "true"
+
+
 def _int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
     raw = options.get(name)
     if raw is None or raw == "":
@@ -90,6 +101,10 @@ class SourceOptions:
     rows_per_file: int = 4_000_000
     compression: str = "zstd"
     trace_reads: str | None = None
+    #: Spark option ``mergeSchema``: a write may add nullable columns/fields and widen types.
+    merge_schema: bool = False
+    #: Spark option ``overwriteSchema``: ``mode("overwrite")`` replaces schema and layout.
+    overwrite_schema: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -140,6 +155,8 @@ class SourceOptions:
             rows_per_file=rows_per_file or 4_000_000,
             compression=opts.get("compression", "zstd"),
             trace_reads=opts.get("trace_reads") or None,
+            merge_schema=_bool(opts, "mergeschema"),
+            overwrite_schema=_bool(opts, "overwriteschema"),
         )
 
     def __repr__(self) -> str:
@@ -189,6 +206,10 @@ class SourceOptions:
                 "compression": self.compression,
             }
         )
+        if self.merge_schema:
+            out["mergeSchema"] = "true"
+        if self.overwrite_schema:
+            out["overwriteSchema"] = "true"
         return out
 
 

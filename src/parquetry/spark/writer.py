@@ -30,6 +30,7 @@ __all__ = [
     "SnapshotArrowWriter",
     "SnapshotWriteMessage",
     "chunks_of_rows",
+    "schema_on_write",
 ]
 
 
@@ -80,22 +81,17 @@ def chunks_of_rows(
         yield pa.Table.from_batches(pending)
 
 
-def _with_dataset_layout(options: SourceOptions) -> SourceOptions:
+def _with_dataset_layout(options: SourceOptions, existing: Any) -> SourceOptions:
     """Options completed with an existing dataset's partition keys and indices.
 
     An append that names none must still split rows the way the dataset is partitioned.
     """
     from dataclasses import replace
 
-    from parquetry.dataset import Dataset
-
-    if options.partition_on and options.secondary_indices:
+    if existing is None or (options.partition_on and options.secondary_indices):
         return options
-    assert options.dataset is not None
-    store = options.open_store()
-    if not Dataset.exists(store, options.dataset):
-        return options
-    existing = Dataset.open(store, options.dataset)
+    if options.overwrite_schema and options.partition_on:
+        return options  # a new layout: the old indices need not exist in the new schema
     return replace(
         options,
         partition_on=options.partition_on or existing.partition_keys,
@@ -103,18 +99,59 @@ def _with_dataset_layout(options: SourceOptions) -> SourceOptions:
     )
 
 
+def schema_on_write(
+    options: SourceOptions, existing: Any, data: pa.Schema, overwrite: bool
+) -> pa.Schema:
+    """The schema the tasks write (and the commit records), checked on the driver before any
+    task runs: the dataset's own (or, with ``mergeSchema``, the merged one) when the dataset
+    exists, the DataFrame's otherwise or with ``overwriteSchema`` (see
+    :mod:`parquetry.dataset.evolve`).
+
+    Raises:
+        SchemaMismatch: the DataFrame's columns differ from the dataset's in a way the rules
+            refuse; the message names each column with both types.
+        InvalidArgument: ``overwriteSchema`` without ``mode("overwrite")``.
+    """
+    from parquetry.dataset.evolve import resolve_write_schema
+    from parquetry.errors import InvalidArgument
+
+    if options.overwrite_schema and not overwrite:
+        raise InvalidArgument('option overwriteSchema=true needs mode("overwrite")')
+    assert options.dataset is not None
+    if options.overwrite_schema or existing is None:
+        return data
+    return resolve_write_schema(
+        options.dataset,
+        existing.schema,
+        data,
+        merge=options.merge_schema,
+        partition_on=existing.partition_keys,
+    )
+
+
 class DatasetArrowWriter(DataSourceArrowWriter):
     """Writes kartothek-format data files per task; ``commit`` adds them in one commit."""
 
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
-        self.options = _with_dataset_layout(options)
+        from parquetry.dataset import Dataset
+
+        assert options.dataset is not None
+        store = options.open_store()
+        existing = (
+            Dataset.open(store, options.dataset) if Dataset.exists(store, options.dataset) else None
+        )
+        self.options = _with_dataset_layout(options, existing)
         self.overwrite = overwrite
         self.arrow_schema = spark_to_arrow_schema(schema)
+        #: What the tasks write and the commit records (schema on write, checked here).
+        self.target_schema = schema_on_write(
+            self.options, existing, utc_schema(self.arrow_schema), overwrite
+        )
         options = self.options
         missing = [
             c
             for c in (*options.partition_on, *options.secondary_indices)
-            if c not in self.arrow_schema.names
+            if c not in self.target_schema.names
         ]
         if missing:
             from parquetry.errors import UnknownColumn
@@ -142,7 +179,8 @@ class DatasetArrowWriter(DataSourceArrowWriter):
                 partition_on=self.options.partition_on,
                 secondary_indices=self.options.secondary_indices,
                 write_options=WriteOptions(compression=self.options.compression),
-                schema=utc_schema(self.arrow_schema),
+                schema=self.target_schema,
+                fill_missing=self.options.merge_schema,
             )
         return DatasetWriteMessage(
             partition_id=partition_id, attempt=attempt, files=tuple(f.to_json() for f in files)
@@ -165,11 +203,13 @@ class DatasetArrowWriter(DataSourceArrowWriter):
             self.options.dataset,
             self._files(messages),
             mode="overwrite" if self.overwrite else "append",
-            schema=utc_schema(self.arrow_schema),
+            schema=self.target_schema,
             partition_on=self.options.partition_on,
             secondary_indices=self.options.secondary_indices,
             operation=write_operation(self.overwrite),
             parameters=write_parameters(self.options, self.overwrite),
+            merge_schema=self.options.merge_schema,
+            overwrite_schema=self.options.overwrite_schema,
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
