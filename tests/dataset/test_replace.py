@@ -152,7 +152,7 @@ def test_dynamic_partitions_predicate_selects_written_partitions() -> None:
         [[("p", "is null", None)], [("p", "==", "")]],
         [[("p", "==", "")], [("p", "is null", None)]],
     )
-    assert partitions_predicate(files, []) == [[]]
+    assert partitions_predicate(files, []) is None
     from parquetry.dataset.replace import commit_replace
 
     state = commit_replace(ds, partitions_predicate(files, ["p"]), files)

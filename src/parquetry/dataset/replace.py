@@ -95,14 +95,14 @@ def check_rows(
 
 def partitions_predicate(
     files: Sequence[FileDescription], partition_keys: Sequence[str]
-) -> list[list[tuple[str, str, Any]]]:
+) -> list[list[tuple[str, str, Any]]] | None:
     """The DNF selecting exactly the partitions ``files`` were written to (dynamic overwrite).
 
-    An unpartitioned dataset has one partition, everything: Spark's dynamic overwrite of an
-    unpartitioned table replaces it whole.
+    ``None`` for an unpartitioned dataset: it is one partition, so (as Spark's dynamic
+    overwrite of an unpartitioned table) everything is replaced; callers overwrite it whole.
     """
     if not partition_keys:
-        return [[]]
+        return None
     seen: dict[tuple[tuple[str, Any], ...], None] = {}
     for f in files:
         seen.setdefault(tuple(f.partition), None)
@@ -135,10 +135,6 @@ def plan_replace(ds: Dataset, dnf: DNF) -> ReplacePlan:
     """Which files of ``ds`` lose rows to ``dnf``, reading only those that may partly match."""
     keys = ds.partition_keys
     candidates = _candidates(ds.document, ds.schema, dnf)
-    if any(not conj for conj in dnf):  # an empty conjunction is true: everything goes
-        return ReplacePlan(
-            remove=frozenset(ds.document.partitions), kept=None, candidates=candidates
-        )
     planned = ds.plan([[lit.as_tuple() for lit in conj] for conj in dnf]).files
     if _only_partition_keys(dnf, keys):
         # The plan evaluated every literal on partition values exactly: all rows match.
