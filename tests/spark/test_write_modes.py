@@ -52,9 +52,11 @@ def test_replace_where_replaces_only_matching_rows_in_one_commit(spark: Any, lak
     bad = spark.range(0, 3).selectExpr("id + 200 as id", "'3' as part", "2 as gen")
     with pytest.raises(Exception, match=r"does not conform.*part IN \('1', '2'\)") as err:
         _writer(bad, lake, "rw").option("replaceWhere", condition).mode("overwrite").save()
-    assert "rows of Spark partition" in str(err.value) and "'part': '3'" in str(err.value)
+    assert "rows of Spark partition" in str(err.value)
+    assert "'part': '3'" in str(err.value)
     again = Dataset.open(open_store(lake), "rw")
-    assert again.version == 1 and _rows(again) == _rows(ds)
+    assert again.version == 1
+    assert _rows(again) == _rows(ds)
     # the helper takes the same condition; a date literal, BETWEEN and OR
     dated = spark.range(0, 10).selectExpr(
         "id", "date_add(date'2025-01-01', cast(id % 5 as int)) as day", "0 as gen"
@@ -129,7 +131,8 @@ def test_error_and_ignore_modes_of_write_dataset(spark: Any, lake: str) -> None:
     ignored = write_dataset(
         spark.range(0, 50).selectExpr("id", "'x' as part"), lake, "em", mode="ignore"
     )
-    assert ignored.version == 0 and ignored.read().num_rows == 5
+    assert ignored.version == 0
+    assert ignored.read().num_rows == 5
     assert write_dataset(df, lake, "new", mode="ignore").read().num_rows == 5
     with pytest.raises(InvalidArgument, match="mode must be one of"):
         write_dataset(df, lake, "em", mode="upsert")
@@ -138,9 +141,14 @@ def test_error_and_ignore_modes_of_write_dataset(spark: Any, lake: str) -> None:
         _writer(df, lake, "em").option("save_mode", "error").mode("append").save()
     _writer(df, lake, "em").option("save_mode", "ignore").mode("append").save()
     ds = Dataset.open(open_store(lake), "em")
-    assert ds.version == 0 and ds.read().num_rows == 5
-    files = [p for p in Path(lake.removeprefix("file://")).rglob("*.parquet")]
-    assert len(files) == 2 + 2  # "em" and "new": the refused writes' files were deleted
+    assert ds.version == 0
+    assert ds.read().num_rows == 5
+    # the refused writes' files were deleted: every file on disk is referenced
+    on_disk = {
+        p.relative_to(Path(lake.removeprefix("file://"))).as_posix()
+        for p in Path(lake.removeprefix("file://"), "em").rglob("*.parquet")
+    }
+    assert on_disk == {files["table"] for files in ds.document.partitions.values()}
 
 
 def test_null_and_empty_partition_values_round_trip(spark: Any, lake: str) -> None:
@@ -169,3 +177,73 @@ def test_null_and_empty_partition_values_round_trip(spark: Any, lake: str) -> No
     ds = Dataset.open(open_store(lake), "nulls")
     assert sorted(ds.read(predicates=[[("part", "is null")]])["id"].to_pylist()) == [100]
     assert ds.read().num_rows == 12 - 3 + 1
+
+
+CONDITIONS = [
+    "part = 'a'",
+    "part == 'a' OR part <> 'b'",
+    "part != ''",
+    "part IS NULL",
+    "part IS NOT NULL AND n > 1",
+    "n IN (1, 3) OR part IN ('', 'b')",
+    "n NOT IN (1, 3)",
+    "n BETWEEN 1 AND 2",
+    "n NOT BETWEEN 1 AND 2",
+    "(part = 'a' OR n < 2) AND (x >= 1.5 OR `part` = 'b')",
+    "d >= '2025-01-02' AND d < date'2025-01-04'",
+    "x > 1e0 AND x <= 2.5",
+    "flag = true OR n = -1",
+    "part = 'it''s'",
+]
+
+
+def test_conditions_select_exactly_the_rows_spark_selects(spark: Any) -> None:
+    """Oracle: Spark's own SQL evaluation of each condition (a NULL result is not a match)."""
+    import pyarrow as pa
+
+    from parquetry.dataset.predicates import validate_predicates
+    from parquetry.dataset.replace import row_mask
+    from parquetry.spark.condition import typed_condition
+
+    df = spark.range(0, 24).selectExpr(
+        "id",
+        "case id % 6 when 0 then null when 1 then '' when 2 then 'a' when 3 then 'b' "
+        "when 4 then 'it''s' else 'c' end as part",
+        "if(id % 5 = 0, null, cast(id % 4 as int)) as n",
+        "if(id % 7 = 0, null, id / 8) as x",
+        "date_add(date'2025-01-01', cast(id % 5 as int)) as d",
+        "id % 2 = 0 as flag",
+    )
+    exprs = [f"coalesce({c}, false) as c{i}" for i, c in enumerate(CONDITIONS)]
+    spark_rows = df.selectExpr("id", *exprs).orderBy("id").toArrow()
+    table = df.orderBy("id").toArrow()
+    schema = pa.schema([pa.field(f.name, f.type) for f in table.schema])
+    for i, condition in enumerate(CONDITIONS):
+        dnf = validate_predicates(typed_condition(condition, schema), schema)
+        assert dnf is not None
+        got = row_mask(table, dnf).to_pylist()
+        assert got == spark_rows.column(f"c{i}").to_pylist(), condition
+
+
+def test_condition_parser_refusals() -> None:
+    from parquetry.spark.condition import MAX_CONJUNCTIONS, parse_condition
+
+    assert parse_condition("a = 1 AND (b = 2 OR c IS NULL)") == [
+        [("a", "==", 1), ("b", "==", 2)],
+        [("a", "==", 1), ("c", "is null", None)],
+    ]
+    for text, match in [
+        ("", "empty"),
+        ("a = NULL", "IS NULL"),
+        ("a <=> 1", "<=>"),
+        ("a = b + 1", "expected a literal|unexpected"),
+        ("a = 1 AND", "expected a column"),
+        ("a IN (1, NULL)", "NULL"),
+        ("f(a) = 1", "function f"),
+        ("a = 1)", "unexpected"),
+    ]:
+        with pytest.raises(InvalidArgument, match=match):
+            parse_condition(text)
+    deep = " AND ".join(f"(a = {i} OR b = {i})" for i in range(9))  # 2**9 conjunctions
+    with pytest.raises(InvalidArgument, match=str(MAX_CONJUNCTIONS)):
+        parse_condition(deep)

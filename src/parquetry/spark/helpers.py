@@ -29,7 +29,8 @@ __all__ = ["MAX_NATIVE_PARTITIONS", "dnf_to_column", "read_dataset", "write_data
 MAX_NATIVE_PARTITIONS = 64
 
 
-def _literal_op(column: str, op: str, value: Any) -> Column:
+def _literal_op(column: str, op: str, value: Any = None) -> Column:
+    # (column, "is null") without a value is valid DNF, as for validate_predicates.
     c = F.col(column)
     if op == "is null":
         return c.isNull()
