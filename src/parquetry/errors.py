@@ -32,6 +32,7 @@ __all__ = [
     "PointerCorruptedWarning",
     "PreconditionFailed",
     "PredicateError",
+    "ReplaceConditionViolated",
     "SchemaMismatch",
     "SchemaViolation",
     "StoreUnavailable",
@@ -237,6 +238,14 @@ class PredicateError(ParquetryError, ValueError):
         super().__init__(message)
         self.column = column
         self.op = op
+
+
+class ReplaceConditionViolated(InvalidArgument):
+    """Rows written by a replace (``replaceWhere``) do not all satisfy its predicate."""
+
+    def __init__(self, message: str = "", *, predicate: str | None = None):
+        super().__init__(message)
+        self.predicate = predicate
 
 
 # --- warnings ----------------------------------------------------------------------------

@@ -397,6 +397,25 @@ class Dataset:
             **self._evolution(written, merge_schema),
         )
 
+    def replace_where(
+        self,
+        predicates: Any,
+        data: Any = None,
+        *,
+        write_options: WriteOptions | None = None,
+    ) -> Dataset:
+        """Replace the rows matching ``predicates`` (kartothek DNF) with ``data``, in one commit.
+
+        Every row of ``data`` must satisfy the predicate, or ReplaceConditionViolated names
+        it and nothing is committed. Files whose rows all match are removed; files with some
+        matching rows are rewritten with the others; ``data=None`` deletes the matching rows.
+        Raises CommitConflict if a concurrent commit changed the files that may match.
+        """
+        from parquetry.dataset.replace import replace_where
+
+        state = replace_where(self, predicates, data, write_options=write_options)
+        return Dataset(self.store, state, decryption=self._decryption)
+
     def build_index(self, column: str) -> Dataset:
         """Build (or rebuild) a secondary index on ``column`` over every file."""
         if column not in self.schema.names:

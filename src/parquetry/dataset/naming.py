@@ -44,6 +44,7 @@ __all__ = [
     "metadata_key",
     "new_base_label",
     "parse_label",
+    "NULL_PARTITION",
     "parse_partition_value",
     "partition_value_string",
     "quote_component",
@@ -131,10 +132,19 @@ def quote_component(text: str | bytes) -> str:
     return quote(text, safe="")
 
 
+# A null partition value: kartothek 5.3.0 refuses nulls in partition columns, so Spark's
+# (Hive's) spelling is used; kartothek reads it back as this string (or fails to parse it
+# for a non-string column). An empty string is kartothek's own "k=" directory.
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
 def partition_value_string(value: Any) -> str | bytes:
     """How kartothek spells a partition value (``str()`` of the pandas/numpy scalar)."""
     if value is None:
-        raise InvalidArgument("partition values cannot be null")
+        return NULL_PARTITION
+    if value in (NULL_PARTITION, NULL_PARTITION.encode()):
+        # It would read back as a null.
+        raise InvalidArgument(f"partition value {NULL_PARTITION!r} is reserved for nulls")
     if isinstance(value, bytes):
         return value
     if isinstance(value, float) and value != value:

@@ -32,7 +32,7 @@ def partition_values_of(
     doc: DatasetDocument, schema: pa.Schema, cache: dict[tuple[str, str], Any]
 ) -> Any:
     """A function label -> typed partition values, caching each distinct raw value."""
-    from parquetry.dataset.naming import parse_label, parse_partition_value
+    from parquetry.dataset.naming import NULL_PARTITION, parse_label, parse_partition_value
 
     types = {k: schema.field(k).type for k in doc.partition_keys if k in schema.names}
 
@@ -43,7 +43,7 @@ def partition_values_of(
                 continue
             ck = (k, raw)
             if ck not in cache:
-                cache[ck] = parse_partition_value(raw, types[k])
+                cache[ck] = None if raw == NULL_PARTITION else parse_partition_value(raw, types[k])
             out.append((k, cache[ck]))
         return tuple(out)
 

@@ -24,7 +24,7 @@ from parquetry.dataset.intents import DEFAULT_LEASE, Intent
 from parquetry.dataset.naming import DEFAULT_TABLE, data_key, make_label, new_base_label
 from parquetry.dataset.schema import cast_to_schema
 from parquetry.dataset.stats import ColumnStats, compute_stats
-from parquetry.errors import InvalidArgument, SchemaMismatch, UnknownColumn
+from parquetry.errors import InvalidArgument, UnknownColumn
 from parquetry.parquet import WriteOptions
 from parquetry.store import PutMode, Store
 
@@ -213,10 +213,11 @@ def _rg(opts: WriteOptions) -> dict[str, Any]:
 def _split(
     table: pa.Table, keys: Sequence[str]
 ) -> list[tuple[tuple[tuple[str, Any], ...], pa.Table]]:
-    """Split ``table`` into runs of equal partition values (partition columns dropped)."""
-    for k in keys:
-        if table.column(k).null_count:
-            raise SchemaMismatch(f"partition column {k!r} contains nulls")
+    """Split ``table`` into runs of equal partition values (partition columns dropped).
+
+    A null is a partition value of its own (stored as ``NULL_PARTITION``); NaN is refused
+    when the label is made.
+    """
     # Field refs, not names: pyarrow reads a name like ".x" or "a[0]" as a nested path.
     order = pc.sort_indices(table, sort_keys=[(pc.field(k), "ascending") for k in keys])
     table = table.take(order)
@@ -226,7 +227,12 @@ def _split(
     change = None
     for k in keys:
         col = table.column(k).combine_chunks()
-        diff = pc.not_equal(col.slice(1), col.slice(0, n - 1))
+        after, before = col.slice(1), col.slice(0, n - 1)
+        # not_equal is null next to a null: a run also changes where nullness does.
+        diff = pc.or_(
+            pc.fill_null(pc.not_equal(after, before), False),
+            pc.not_equal(pc.is_null(after), pc.is_null(before)),
+        )
         change = diff if change is None else pc.or_(change, diff)
     starts = [0]
     if change is not None:

@@ -29,7 +29,8 @@ __all__ = ["MAX_NATIVE_PARTITIONS", "dnf_to_column", "read_dataset", "write_data
 MAX_NATIVE_PARTITIONS = 64
 
 
-def _literal_op(column: str, op: str, value: Any) -> Column:
+def _literal_op(column: str, op: str, value: Any = None) -> Column:
+    # (column, "is null") without a value is valid DNF, as for validate_predicates.
     c = F.col(column)
     if op == "is null":
         return c.isNull()
@@ -94,6 +95,25 @@ def _activate(spark: SparkSession) -> None:
     register(spark)
 
 
+SAVE_MODES = ("append", "overwrite", "error", "errorifexists", "ignore")
+OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+def _overwrite_mode(spark: SparkSession, given: str | None) -> str | None:
+    """The argument, else the session's ``spark.sql.sources.partitionOverwriteMode``.
+
+    The data source cannot read the session conf (it runs in Python workers the JVM starts),
+    so only this helper honours it; an explicit option or argument wins.
+    """
+    if given is not None:
+        return given
+    try:
+        value = spark.conf.get(OVERWRITE_CONF, None)
+    except Exception:  # a conf Spark cannot answer is the default, static
+        return None
+    return value.lower() if value else None
+
+
 def write_dataset(
     df: DataFrame,
     store: Store | str,
@@ -104,6 +124,8 @@ def write_dataset(
     mode: str = "append",
     merge_schema: bool = False,
     overwrite_schema: bool = False,
+    replace_where: str | None = None,
+    partition_overwrite_mode: str | None = None,
     **store_options: Any,
 ) -> Any:
     """Write ``df`` into the kartothek-format dataset ``uuid`` and return it, opened.
@@ -118,23 +140,50 @@ def write_dataset(
         uuid: the dataset's uuid.
         partition_on: Hive partition columns, e.g. ``("order_date",)``.
         secondary_indices: columns to index, e.g. ``("customer",)``.
-        mode: ``"append"`` (creates a missing dataset) or ``"overwrite"``.
         merge_schema: option ``mergeSchema``: add new columns/struct fields (nullable) and
             widen types losslessly; otherwise a schema mismatch fails before any task runs.
         overwrite_schema: option ``overwriteSchema`` (with ``mode="overwrite"``): replace the
             schema and partitioning.
+        mode: ``"append"`` (creates a missing dataset), ``"overwrite"``, ``"error"`` /
+            ``"errorifexists"`` (AlreadyExists if the dataset exists, nothing written) or
+            ``"ignore"`` (return the existing dataset unchanged).
+        replace_where: with ``mode="overwrite"``: replace only the rows matching this Spark
+            SQL condition (every written row must match it).
+        partition_overwrite_mode: ``"static"`` or ``"dynamic"`` (replace only the partitions
+            ``df`` has); default: the session's ``spark.sql.sources.partitionOverwriteMode``.
         **store_options: ``endpoint``, ``region``, ``access_key_id``... for object stores.
     """
     from parquetry.dataset import Dataset
+    from parquetry.errors import AlreadyExists, InvalidArgument
 
+    save_mode = mode.lower()
+    if save_mode not in SAVE_MODES:
+        raise InvalidArgument(f"mode must be one of {SAVE_MODES}, got {mode!r}")
     opened, options = _store_and_options(store, store_options)
+    if save_mode in ("error", "errorifexists", "ignore") and Dataset.exists(opened, uuid):
+        if save_mode == "ignore":
+            return Dataset.open(opened, uuid)
+        raise AlreadyExists(
+            f"dataset {uuid!r} already exists in {opened.url} (mode {mode!r}): nothing written"
+        )
     _activate(df.sparkSession)
     writer = df.write.format("parquetry").options(**options).option("dataset", uuid)
     writer = writer.option("partition_on", ",".join(partition_on))
     writer = writer.option("secondary_indices", ",".join(secondary_indices))
     writer = writer.option("mergeSchema", str(merge_schema).lower())
     writer = writer.option("overwriteSchema", str(overwrite_schema).lower())
-    writer.mode(mode).save()
+    if save_mode in ("error", "errorifexists", "ignore"):
+        # Spark accepts only append/overwrite from Python sources; the commit creates the
+        # dataset and fails (or, for ignore, does nothing) if a racing writer created it.
+        writer = writer.option("save_mode", save_mode)
+        save_mode = "append"
+    if replace_where is not None:
+        writer = writer.option("replaceWhere", replace_where)
+    if save_mode == "overwrite" and replace_where is None:
+        dynamic = _overwrite_mode(df.sparkSession, partition_overwrite_mode)
+        if dynamic is not None:
+            writer = writer.option("partitionOverwriteMode", dynamic)
+    writer.mode(save_mode).save()
     return Dataset.open(opened, uuid)
 
 

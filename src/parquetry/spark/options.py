@@ -24,6 +24,11 @@ STORE_OPTION_KEYS = (
 )
 _LAYOUTS = ("dataset", "snapshot")
 _PUSHDOWN = ("auto", "true", "false")
+_OVERWRITE_MODES = ("static", "dynamic")
+# What a write does when the dataset exists: Spark refuses modes other than append and
+# overwrite for Python sources, so "error" and "ignore" travel as this option (the helpers
+# set it; commit then creates the dataset or fails / does nothing).
+_SAVE_MODES = ("error", "errorifexists", "ignore")
 
 
 def _names(value: str | None) -> tuple[str, ...]:
@@ -105,6 +110,14 @@ class SourceOptions:
     merge_schema: bool = False
     #: Spark option ``overwriteSchema``: ``mode("overwrite")`` replaces schema and layout.
     overwrite_schema: bool = False
+    # Write with mode("overwrite"): replace only the rows matching this Spark SQL condition
+    # (option "replaceWhere"; checked for syntax here, typed against the schema by the writer).
+    replace_where: str | None = None
+    # "dynamic": mode("overwrite") replaces only the partitions the DataFrame has (option
+    # "partitionOverwriteMode"); None = static, the whole dataset.
+    partition_overwrite_mode: Literal["static", "dynamic"] | None = None
+    # "error"/"errorifexists"/"ignore" when the dataset exists (option "save_mode").
+    save_mode: Literal["error", "ignore"] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -137,6 +150,28 @@ class SourceOptions:
         if layout == "snapshot" and opts.get("predicates"):
             raise InvalidArgument("option 'predicates' needs layout=dataset (snapshots have none)")
         task_bytes = _int(opts, "task_bytes", 128 * 1024 * 1024)
+        replace_where = opts.get("replacewhere", opts.get("replace_where")) or None
+        if replace_where is not None:
+            from parquetry.spark.condition import parse_condition
+
+            parse_condition(replace_where)  # refuse a malformed condition before any task
+        overwrite_mode = (
+            opts.get("partitionoverwritemode", opts.get("partition_overwrite_mode")) or None
+        )
+        if overwrite_mode is not None and overwrite_mode.lower() not in _OVERWRITE_MODES:
+            raise InvalidArgument(
+                f"option 'partitionOverwriteMode' must be one of {_OVERWRITE_MODES}, "
+                f"got {overwrite_mode!r}"
+            )
+        save_mode = (opts.get("save_mode") or "").lower() or None
+        if save_mode is not None and save_mode not in _SAVE_MODES:
+            raise InvalidArgument(
+                f"option 'save_mode' must be one of {_SAVE_MODES}, got {save_mode!r}"
+            )
+        if replace_where is not None and overwrite_mode and overwrite_mode.lower() == "dynamic":
+            raise InvalidArgument(
+                "options 'replaceWhere' and partitionOverwriteMode=dynamic exclude each other"
+            )
         rows_per_file = _int(opts, "rows_per_file", 4_000_000)
         return cls(
             store_url=store_url,
@@ -157,6 +192,13 @@ class SourceOptions:
             trace_reads=opts.get("trace_reads") or None,
             merge_schema=_bool(opts, "mergeschema"),
             overwrite_schema=_bool(opts, "overwriteschema"),
+            replace_where=replace_where,
+            partition_overwrite_mode="dynamic"
+            if overwrite_mode and overwrite_mode.lower() == "dynamic"
+            else "static"
+            if overwrite_mode
+            else None,
+            save_mode=None if save_mode is None else "ignore" if save_mode == "ignore" else "error",
         )
 
     def __repr__(self) -> str:
@@ -196,6 +238,9 @@ class SourceOptions:
             "run_id": self.run_id,
             "max_tasks": None if self.max_tasks is None else str(self.max_tasks),
             "trace_reads": self.trace_reads,
+            "replaceWhere": self.replace_where,
+            "partitionOverwriteMode": self.partition_overwrite_mode,
+            "save_mode": self.save_mode,
         }
         out.update({k: v for k, v in optional.items() if v})
         out.update(
