@@ -102,6 +102,7 @@ def write_dataset(
     partition_on: Sequence[str] = (),
     secondary_indices: Sequence[str] = (),
     mode: str = "append",
+    partition_by: Sequence[str] | None = None,
     **store_options: Any,
 ) -> Any:
     """Write ``df`` into the kartothek-format dataset ``uuid`` and return it, opened.
@@ -117,9 +118,23 @@ def write_dataset(
         partition_on: Hive partition columns, e.g. ``("order_date",)``.
         secondary_indices: columns to index, e.g. ``("customer",)``.
         mode: ``"append"`` (creates a missing dataset) or ``"overwrite"``.
+        partition_by: Spark's name for ``partition_on`` (``DataFrameWriter.partitionBy`` is
+            refused by Spark for Python data sources).
         **store_options: ``endpoint``, ``region``, ``access_key_id``... for object stores.
+
+    Raises:
+        InvalidArgument: ``partition_by`` and ``partition_on`` name different columns.
     """
     from parquetry.dataset import Dataset
+    from parquetry.errors import InvalidArgument
+
+    if partition_by is not None:
+        if partition_on and tuple(partition_on) != tuple(partition_by):
+            raise InvalidArgument(
+                f"partition_by={tuple(partition_by)} and partition_on={tuple(partition_on)} "
+                "disagree: give one of them"
+            )
+        partition_on = tuple(partition_by)
 
     opened, options = _store_and_options(store, store_options)
     _activate(df.sparkSession)

@@ -72,7 +72,8 @@ def check_known(
     prefixes = tuple(prefixes)
     for key in options:
         lowered = key.lower()
-        if lowered in known or any(lowered.startswith(p) and len(lowered) > len(p) for p in prefixes):
+        under_prefix = any(lowered.startswith(p) and lowered != p for p in prefixes)
+        if lowered in known or under_prefix:
             continue
         raise InvalidArgument(unknown_message(key, known))
 
@@ -165,5 +166,5 @@ def parse_timestamp(raw: str) -> datetime.datetime:
             f"2026-11-24T08:00:00Z or 2026-11-24, got {raw!r}"
         ) from None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.timezone.utc)
-    return value.astimezone(datetime.timezone.utc)
+        value = value.replace(tzinfo=datetime.UTC)
+    return value.astimezone(datetime.UTC)
