@@ -139,7 +139,10 @@ class ObjectStore(Store):
         }
         client_options = {**DEFAULT_CLIENT_OPTIONS, **self._options.get("client_options", {})}
         client_options.update((k, v) for k, v in self._options.items() if k in _CLIENT_OPTIONS)
-        if str(config.get("endpoint", "")).startswith("http://"):
+        # An http:// endpoint (an option or AWS_ENDPOINT_URL, which the backend reads itself)
+        # needs allow_http, or every request fails with "builder error".
+        endpoints = [v for name, v in self._endpoints() if "endpoint" in name.lower()]
+        if any(str(value).startswith("http://") for value in endpoints):
             client_options.setdefault("allow_http", True)
         retry = self._options.get("retry_config", DEFAULT_RETRY)
         try:
