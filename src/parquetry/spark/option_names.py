@@ -129,7 +129,7 @@ def split_path(path: str, name: str | None, store: str | None, what: str) -> tup
             raise InvalidArgument(
                 f"path {path!r} names {what} {inner!r} but option {what!r} is {name!r}"
             )
-        return store, inner
+        return base, inner
     if name is not None:
         if not trimmed.endswith("/" + name):
             raise InvalidArgument(
