@@ -169,3 +169,42 @@ def test_backend_error_text_is_scrubbed() -> None:
         raise GenericError(f"signature mismatch for key {SECRET} in request")
     assert "signature mismatch" in str(info.value)
     assert_no_secret(all_text(info.value))
+
+
+def test_missing_bucket_is_store_unavailable_naming_it(moto_server: MotoServer) -> None:
+    """A 404 NoSuchBucket is not "no such key": every call names the bucket (an existing
+    bucket's missing key stays NotFound)."""
+    from parquetry.dataset import Dataset
+
+    options = moto_server.options()
+    store = open_store("s3://no-such-bucket-42/lake", **options)
+    for call in (
+        lambda: store.get("x"),
+        lambda: store.put("x", b"1"),
+        lambda: list(store.list("a/")),
+        lambda: Dataset.open(store, "orders"),
+    ):
+        with pytest.raises(StoreUnavailable) as info:
+            call()
+        assert str(info.value).startswith("bucket 'no-such-bucket-42' does not exist (s3://")
+        assert not isinstance(info.value, NotFound)
+    existing = open_store(moto_server.url(), **options)
+    with pytest.raises(NotFound, match="'x' not found"):
+        existing.get("x")
+
+
+def test_endpoint_from_environment_allows_http(
+    moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AWS_ENDPOINT_URL=http://... alone reaches the server (it failed with "builder error":
+    allow_http was set only for an endpoint option)."""
+    options = moto_server.options()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", options["endpoint"])
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", options["access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", options["secret_access_key"])
+    monkeypatch.setenv("AWS_REGION", options["region"])
+    url = moto_server.url()
+    store = open_store(url)
+    store.put("from-env", b"hello")
+    assert store.get("from-env") == b"hello"
+    assert open_store(url, **options).get("from-env") == b"hello"

@@ -6,6 +6,7 @@ pyspark is imported only inside this package.
 from __future__ import annotations
 
 from parquetry.spark.helpers import dnf_to_column, read_dataset, write_dataset
+from parquetry.spark.scan_info import ScanSummary, scan_summary
 from parquetry.spark.session import local_session
 from parquetry.spark.source import ParquetryDataSource, register
 from parquetry.spark.table import ParquetryTable
@@ -13,9 +14,11 @@ from parquetry.spark.table import ParquetryTable
 __all__ = [
     "ParquetryDataSource",
     "ParquetryTable",
+    "ScanSummary",
     "dnf_to_column",
     "local_session",
     "read_dataset",
     "register",
+    "scan_summary",
     "write_dataset",
 ]

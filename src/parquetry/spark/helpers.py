@@ -126,6 +126,7 @@ def write_dataset(
     overwrite_schema: bool = False,
     replace_where: str | None = None,
     partition_overwrite_mode: str | None = None,
+    partition_by: Sequence[str] | None = None,
     **store_options: Any,
 ) -> Any:
     """Write ``df`` into the kartothek-format dataset ``uuid`` and return it, opened.
@@ -151,10 +152,23 @@ def write_dataset(
             SQL condition (every written row must match it).
         partition_overwrite_mode: ``"static"`` or ``"dynamic"`` (replace only the partitions
             ``df`` has); default: the session's ``spark.sql.sources.partitionOverwriteMode``.
+        partition_by: Spark's name for ``partition_on`` (``DataFrameWriter.partitionBy`` is
+            refused by Spark for Python data sources).
         **store_options: ``endpoint``, ``region``, ``access_key_id``... for object stores.
+
+    Raises:
+        InvalidArgument: ``partition_by`` and ``partition_on`` name different columns.
     """
     from parquetry.dataset import Dataset
     from parquetry.errors import AlreadyExists, InvalidArgument
+
+    if partition_by is not None:
+        if partition_on and tuple(partition_on) != tuple(partition_by):
+            raise InvalidArgument(
+                f"partition_by={tuple(partition_by)} and partition_on={tuple(partition_on)} "
+                "disagree: give one of them"
+            )
+        partition_on = tuple(partition_by)
 
     save_mode = mode.lower()
     if save_mode not in SAVE_MODES:

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from parquetry.errors import InvalidArgument
+from parquetry.spark.option_names import (
+    SPARK_KEYS,
+    check_known,
+    field_option_names,
+    known_names,
+    parse_timestamp,
+    split_path,
+)
 from parquetry.store import Store, open_store
 from parquetry.store.secrets import mask_options, redact_url
 
@@ -66,8 +75,8 @@ def _predicates(raw: str | None) -> Predicates | None:
 
 
 def _bool(options: Mapping[str, str], name: str) -> bool:
-    """A true/false option (Spark lower-cases keys; ``name`` is the lower-cased key)."""
-    raw = options.get(name)
+    """The true/false option of field ``name`` (under any of its spellings)."""
+    raw = _one(options, name)
     if raw is None or raw == "":
         return False
     value = raw.strip().lower()
@@ -77,7 +86,7 @@ def _bool(options: Mapping[str, str], name: str) -> bool:
 
 
 def _int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
-    raw = options.get(name)
+    raw = _one(options, name)
     if raw is None or raw == "":
         return default
     try:
@@ -90,14 +99,22 @@ def _int(options: Mapping[str, str], name: str, default: int | None) -> int | No
 class SourceOptions:
     """Everything a read or write of the ``parquetry`` format is told through options."""
 
-    store_url: str
-    store_options: dict[str, Any] = field(default_factory=dict)
+    # metadata "options": the keys that set a field when they are not its name and camelCase
+    # spelling (option_names.field_option_names); every field's keys are known options.
+    store_url: str = field(metadata={"options": ("store",)})
+    store_options: dict[str, Any] = field(
+        default_factory=dict, metadata={"options": STORE_OPTION_KEYS}
+    )
     layout: Literal["dataset", "snapshot"] = "dataset"
-    dataset: str | None = None
+    dataset: str | None = field(default=None, metadata={"options": ("dataset", "uuid")})
     key: str | None = None
     partition_on: tuple[str, ...] = ()
     secondary_indices: tuple[str, ...] = ()
-    version: int | None = None
+    version: int | None = field(default=None, metadata={"options": ("version", "versionAsOf")})
+    #: Read the newest version committed at or before this instant (UTC).
+    timestamp_as_of: datetime.datetime | None = field(
+        default=None, metadata={"options": ("timestampAsOf",)}
+    )
     predicates: Predicates | None = None
     run_id: str | None = None
     pushdown: Literal["auto", "true", "false"] = "auto"
@@ -128,42 +145,66 @@ class SourceOptions:
                 names the option).
         """
         opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
-        store_url = opts.get("store") or opts.get("path")
-        if not store_url:
-            raise InvalidArgument("option 'store' (a store URL such as file:///lake) is required")
-        layout = opts.get("layout", "dataset").lower()
+        check_known(opts, known_names(cls, SPARK_KEYS), prefixes=("store.",))
+        if "paths" in opts:
+            raise InvalidArgument(
+                f"format parquetry reads one dataset: load() got several paths {opts['paths']}"
+            )
+        layout = (_one(opts, "layout") or "dataset").lower()
         if layout not in _LAYOUTS:
             raise InvalidArgument(f"option 'layout' must be one of {_LAYOUTS}, got {layout!r}")
-        pushdown = opts.get("pushdown", "auto").lower()
+        pushdown = (_one(opts, "pushdown") or "auto").lower()
         if pushdown not in _PUSHDOWN:
             raise InvalidArgument(f"option 'pushdown' must be one of {_PUSHDOWN}, got {pushdown!r}")
         store_options: dict[str, Any] = {k: opts[k] for k in STORE_OPTION_KEYS if k in opts}
         if "fsync" in store_options:
             store_options["fsync"] = store_options["fsync"].lower() in ("1", "true", "yes")
         store_options.update({k[6:]: v for k, v in opts.items() if k.startswith("store.")})
-        dataset = opts.get("dataset") or opts.get("uuid")
-        key = opts.get("key")
+        dataset = _one(opts, "dataset")
+        key = _one(opts, "key") or None
+        store_url = _one(opts, "store_url")
+        if opts.get("path"):
+            if layout == "snapshot":
+                store_url, key = split_path(opts["path"], key, store_url, "key")
+            else:
+                store_url, dataset = split_path(opts["path"], dataset, store_url, "dataset")
+        if not store_url:
+            raise InvalidArgument(
+                "option 'store' (a store URL such as file:///lake) or a path "
+                "'<store URL>/<dataset>' (load(path), save(path)) is required"
+            )
         if layout == "dataset" and not dataset:
             raise InvalidArgument("option 'dataset' (the dataset UUID) is required")
         if layout == "snapshot" and not key:
             raise InvalidArgument("option 'key' (the snapshot key) is required for layout=snapshot")
-        if layout == "snapshot" and opts.get("predicates"):
+        if layout == "snapshot" and _one(opts, "predicates"):
             raise InvalidArgument("option 'predicates' needs layout=dataset (snapshots have none)")
+        version = _version(opts)
+        raw_timestamp = _one(opts, "timestamp_as_of")
+        timestamp = parse_timestamp(raw_timestamp) if raw_timestamp else None
+        if timestamp is not None and version is not None:
+            raise InvalidArgument(
+                "options 'versionAsOf'/'version' and 'timestampAsOf' exclude each other: "
+                "give one of them"
+            )
+        if layout == "snapshot" and (timestamp is not None or version is not None):
+            raise InvalidArgument(
+                "options 'version'/'versionAsOf'/'timestampAsOf' need layout=dataset "
+                "(a snapshot keeps no versions)"
+            )
         task_bytes = _int(opts, "task_bytes", 128 * 1024 * 1024)
-        replace_where = opts.get("replacewhere", opts.get("replace_where")) or None
+        replace_where = _one(opts, "replace_where") or None
         if replace_where is not None:
             from parquetry.spark.condition import parse_condition
 
             parse_condition(replace_where)  # refuse a malformed condition before any task
-        overwrite_mode = (
-            opts.get("partitionoverwritemode", opts.get("partition_overwrite_mode")) or None
-        )
+        overwrite_mode = _one(opts, "partition_overwrite_mode") or None
         if overwrite_mode is not None and overwrite_mode.lower() not in _OVERWRITE_MODES:
             raise InvalidArgument(
                 f"option 'partitionOverwriteMode' must be one of {_OVERWRITE_MODES}, "
                 f"got {overwrite_mode!r}"
             )
-        save_mode = (opts.get("save_mode") or "").lower() or None
+        save_mode = (_one(opts, "save_mode") or "").lower() or None
         if save_mode is not None and save_mode not in _SAVE_MODES:
             raise InvalidArgument(
                 f"option 'save_mode' must be one of {_SAVE_MODES}, got {save_mode!r}"
@@ -179,19 +220,20 @@ class SourceOptions:
             layout="snapshot" if layout == "snapshot" else "dataset",
             dataset=dataset,
             key=key,
-            partition_on=_names(opts.get("partition_on")),
-            secondary_indices=_names(opts.get("secondary_indices")),
-            version=_int(opts, "version", None),
-            predicates=_predicates(opts.get("predicates")),
-            run_id=opts.get("run_id") or None,
+            partition_on=_names(_one(opts, "partition_on")),
+            secondary_indices=_names(_one(opts, "secondary_indices")),
+            version=version,
+            timestamp_as_of=timestamp,
+            predicates=_predicates(_one(opts, "predicates")),
+            run_id=_one(opts, "run_id") or None,
             pushdown="true" if pushdown == "true" else "false" if pushdown == "false" else "auto",
             task_bytes=task_bytes or 128 * 1024 * 1024,
             max_tasks=_int(opts, "max_tasks", None),
             rows_per_file=rows_per_file or 4_000_000,
-            compression=opts.get("compression", "zstd"),
-            trace_reads=opts.get("trace_reads") or None,
-            merge_schema=_bool(opts, "mergeschema"),
-            overwrite_schema=_bool(opts, "overwriteschema"),
+            compression=_one(opts, "compression") or "zstd",
+            trace_reads=_one(opts, "trace_reads") or None,
+            merge_schema=_bool(opts, "merge_schema"),
+            overwrite_schema=_bool(opts, "overwrite_schema"),
             replace_where=replace_where,
             partition_overwrite_mode="dynamic"
             if overwrite_mode and overwrite_mode.lower() == "dynamic"
@@ -234,6 +276,9 @@ class SourceOptions:
             "partition_on": ",".join(self.partition_on),
             "secondary_indices": ",".join(self.secondary_indices),
             "version": None if self.version is None else str(self.version),
+            "timestampAsOf": None
+            if self.timestamp_as_of is None
+            else self.timestamp_as_of.isoformat(),
             "predicates": None if self.predicates is None else _predicates_json(self.predicates),
             "run_id": self.run_id,
             "max_tasks": None if self.max_tasks is None else str(self.max_tasks),
@@ -256,6 +301,29 @@ class SourceOptions:
         if self.overwrite_schema:
             out["overwriteSchema"] = "true"
         return out
+
+
+def _one(opts: Mapping[str, str], name: str) -> str | None:
+    """The value of the field ``name``'s option, given under any of its keys (at most one
+    value: ``dataset`` and ``uuid`` naming two datasets is an error)."""
+    f = next(f for f in fields(SourceOptions) if f.name == name)
+    given = {k: opts[k] for k in (n.lower() for n in field_option_names(f)) if opts.get(k)}
+    if len(set(given.values())) > 1:
+        raise InvalidArgument(f"options {sorted(given)} disagree: {given}")
+    return next(iter(given.values()), None)
+
+
+def _version(opts: Mapping[str, str]) -> int | None:
+    raw = _one(opts, "version")
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArgument(f"option 'version' must be an integer, got {raw!r}") from None
+    if value < 0:
+        raise InvalidArgument(f"option 'version' must be 0 or more, got {value}")
+    return value
 
 
 def _predicates_json(predicates: Predicates) -> str:

@@ -26,6 +26,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from parquetry.spark.options import SourceOptions
+from parquetry.spark.surface import message_first
 from parquetry.spark.types import cast_to_spark, spark_to_arrow_schema
 
 __all__ = [
@@ -130,6 +131,7 @@ class ParquetryReader(DataSourceReader):
         self.spark_schema = schema
         self.arrow_schema = spark_to_arrow_schema(schema)
 
+    @message_first
     def partitions(self) -> list[InputPartition]:
         predicates = self.options.predicates
         if self.options.layout == "snapshot":

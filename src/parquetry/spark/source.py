@@ -6,6 +6,7 @@ user's process: state reaches the workers only through options and pickled objec
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import replace
 from typing import Any
 
@@ -14,6 +15,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWrite
 from pyspark.sql.types import StructType
 
 from parquetry.spark.options import SourceOptions
+from parquetry.spark.surface import message_first
 
 __all__ = ["ParquetryDataSource", "register"]
 
@@ -29,7 +31,12 @@ _NO_SPARK_PUSHDOWN = (
 def _current_version(options: SourceOptions) -> int | None:
     """The dataset version a read of ``options`` pins, or None: snapshots, an explicit
     ``version``, a dataset that does not exist yet (a write), or a state kartothek wrote last
-    (it has no version number of its own to pin)."""
+    (it has no version number of its own to pin). ``timestampAsOf`` resolves here, once.
+
+    Raises:
+        DatasetNotFound: ``timestampAsOf`` names a dataset that does not exist.
+        NotFound: no retained version was committed at or before ``timestampAsOf``.
+    """
     if options.layout != "dataset" or options.version is not None:
         return None
     from parquetry.dataset import Dataset
@@ -39,15 +46,51 @@ def _current_version(options: SourceOptions) -> int | None:
     try:
         dataset = Dataset.open(options.open_store(), options.dataset)
     except DatasetNotFound:
+        if options.timestamp_as_of is not None:
+            raise
         return None
+    if options.timestamp_as_of is not None:
+        return version_at(dataset, options.timestamp_as_of)
     # A kartothek-written state reports the parquetry version it builds on, not itself.
     return None if dataset._foreign else dataset.version
+
+
+def version_at(dataset: Any, instant: datetime.datetime) -> int:
+    """The newest retained version of ``dataset`` committed at or before ``instant``.
+
+    Raises:
+        NotFound: every retained version is newer (the message names the oldest).
+    """
+    from parquetry.errors import NotFound
+
+    versions = dataset.versions()
+    older = [v for v in versions if _committed(v.committed_at) <= instant]
+    if older:
+        return int(max(older, key=lambda v: v.number).number)
+    oldest = min(versions, key=lambda v: v.number) if versions else None
+    since = (
+        f"; its oldest retained version {oldest.number} was committed at {oldest.committed_at}"
+        if oldest is not None
+        else ""
+    )
+    raise NotFound(
+        f"dataset {dataset.uuid!r} has no version committed at or before "
+        f"{instant.isoformat()} (option 'timestampAsOf'){since}",
+        key=dataset.uuid,
+        store=dataset.store.url,
+    )
+
+
+def _committed(text: str) -> datetime.datetime:
+    value = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
 
 
 class ParquetryDataSource(DataSource):
     """Format ``parquetry``: kartothek-format datasets (``layout=dataset``, the default) and
     ParquetDatasetStore snapshots (``layout=snapshot``) on any parquetry store."""
 
+    @message_first
     def __init__(self, options: Any) -> None:
         super().__init__(options)
         self.parsed = SourceOptions.parse(dict(options))
@@ -61,12 +104,14 @@ class ParquetryDataSource(DataSource):
     def name(cls) -> str:
         return "parquetry"
 
+    @message_first
     def schema(self) -> StructType:
         from parquetry.spark.reader import source_arrow_schema
         from parquetry.spark.types import arrow_to_spark_schema
 
         return arrow_to_spark_schema(source_arrow_schema(self.parsed))
 
+    @message_first
     def reader(self, schema: StructType) -> DataSourceReader:
         from parquetry.errors import InvalidArgument
         from parquetry.spark.reader import ParquetryReader
@@ -78,6 +123,7 @@ class ParquetryDataSource(DataSource):
             options = replace(options, version=self.read_version)
         return ParquetryReader(options, schema)
 
+    @message_first
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from parquetry.spark.writer import DatasetArrowWriter, SnapshotArrowWriter
 

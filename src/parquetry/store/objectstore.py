@@ -139,7 +139,10 @@ class ObjectStore(Store):
         }
         client_options = {**DEFAULT_CLIENT_OPTIONS, **self._options.get("client_options", {})}
         client_options.update((k, v) for k, v in self._options.items() if k in _CLIENT_OPTIONS)
-        if str(config.get("endpoint", "")).startswith("http://"):
+        # An http:// endpoint (an option or AWS_ENDPOINT_URL, which the backend reads itself)
+        # needs allow_http, or every request fails with "builder error".
+        endpoints = [v for name, v in self._endpoints() if "endpoint" in name.lower()]
+        if any(str(value).startswith("http://") for value in endpoints):
             client_options.setdefault("allow_http", True)
         retry = self._options.get("retry_config", DEFAULT_RETRY)
         try:
@@ -347,6 +350,15 @@ class _Translate:
 
 def _translate(exc: Exception, store: ObjectStore, key: str, expected: str | None) -> Exception:
     url = store.url
+    bucket = _missing_bucket(str(exc))
+    if bucket is not None:
+        # Not "no such key": every key of the store is unreachable, and "dataset not found"
+        # would send the user looking for the wrong mistake.
+        return StoreUnavailable(
+            f"bucket {bucket or urlsplit(url).netloc!r} does not exist ({url}, key {key!r})",
+            key=key,
+            store=url,
+        )
     if isinstance(exc, NotFoundError | FileNotFoundError):
         return NotFound(f"{key!r} not found in {url}", key=key, store=url)
     if isinstance(exc, AlreadyExistsError | FileExistsError):
@@ -368,6 +380,18 @@ def _translate(exc: Exception, store: ObjectStore, key: str, expected: str | Non
     return StoreUnavailable(
         f"{url} failed on {key!r}: {type(exc).__name__}: {msg}", key=key, store=url
     )
+
+
+_NO_SUCH_BUCKET = re.compile(
+    r"<Code>NoSuchBucket</Code>(?:.*?<BucketName>([^<]*)</BucketName>)?", re.S
+)
+
+
+def _missing_bucket(text: str) -> str | None:
+    """The bucket an S3 404 names as missing (NoSuchBucket; "" when it names none), or None
+    when the 404 is about a key. A HEAD response has no body, so it cannot tell."""
+    match = _NO_SUCH_BUCKET.search(text)
+    return None if match is None else match.group(1) or ""
 
 
 def is_panic(exc: BaseException) -> bool:
