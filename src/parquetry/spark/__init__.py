@@ -5,7 +5,7 @@ pyspark is imported only inside this package.
 
 from __future__ import annotations
 
-from parquetry.spark.helpers import dnf_to_column, read_dataset, write_dataset
+from parquetry.spark.helpers import dnf_to_column, read_dataset, table, write_dataset
 from parquetry.spark.session import local_session
 from parquetry.spark.source import ParquetryDataSource, register
 
@@ -15,5 +15,6 @@ __all__ = [
     "local_session",
     "read_dataset",
     "register",
+    "table",
     "write_dataset",
 ]

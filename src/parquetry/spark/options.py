@@ -90,6 +90,7 @@ class SourceOptions:
     rows_per_file: int = 4_000_000
     compression: str = "zstd"
     trace_reads: str | None = None
+    columns: tuple[str, ...] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -140,6 +141,7 @@ class SourceOptions:
             rows_per_file=rows_per_file or 4_000_000,
             compression=opts.get("compression", "zstd"),
             trace_reads=opts.get("trace_reads") or None,
+            columns=_names(opts.get("columns")) or None,
         )
 
     def __repr__(self) -> str:
@@ -179,6 +181,7 @@ class SourceOptions:
             "run_id": self.run_id,
             "max_tasks": None if self.max_tasks is None else str(self.max_tasks),
             "trace_reads": self.trace_reads,
+            "columns": None if self.columns is None else ",".join(self.columns),
         }
         out.update({k: v for k, v in optional.items() if v})
         out.update(
