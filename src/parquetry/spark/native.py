@@ -48,7 +48,7 @@ def _has_filesystem(spark: SparkSession, scheme: str) -> bool:
     if jvm is None:
         return False
     try:
-        conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
         jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
     except Exception:  # py4j wraps the JVM's "No FileSystem for scheme"
         return False
