@@ -5,7 +5,7 @@ pyspark is imported only inside this package.
 
 from __future__ import annotations
 
-from parquetry.spark.helpers import dnf_to_column, read_dataset, write_dataset
+from parquetry.spark.helpers import dnf_to_column, read_dataset, table, write_dataset
 from parquetry.spark.scan_info import ScanSummary, scan_summary
 from parquetry.spark.session import local_session
 from parquetry.spark.source import ParquetryDataSource, register
@@ -20,5 +20,6 @@ __all__ = [
     "read_dataset",
     "register",
     "scan_summary",
+    "table",
     "write_dataset",
 ]

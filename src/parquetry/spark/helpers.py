@@ -1,14 +1,13 @@
-"""Function-style helpers: ``write_dataset`` / ``read_dataset``, and the native fast path.
+"""Function-style helpers: ``write_dataset`` / ``read_dataset`` (``table``).
 
-For a local store the planned files are plain paths Spark's own Parquet reader can open, so
-``read_dataset`` hands it exactly the planned files (no directory listing, no partition
-discovery) and adds the typed partition columns itself.
+``read_dataset`` plans with parquetry and hands the planned files to Spark's own Parquet
+reader when Spark can open the store (see :mod:`parquetry.spark.native`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import Any
 
@@ -18,15 +17,11 @@ from pyspark.sql import functions as F
 
 from parquetry.dataset.predicates import dnf_to_json
 from parquetry.errors import PredicateError
+from parquetry.spark.native import native_read, native_root
 from parquetry.spark.options import STORE_OPTION_KEYS
-from parquetry.spark.types import arrow_to_spark_schema, arrow_to_spark_type
 from parquetry.store import LocalStore, Store, open_store
 
-__all__ = ["MAX_NATIVE_PARTITIONS", "dnf_to_column", "read_dataset", "write_dataset"]
-
-# Above this many distinct partitions in a plan, a union of per-partition native reads costs
-# more planning than the data source's grouped tasks.
-MAX_NATIVE_PARTITIONS = 64
+__all__ = ["dnf_to_column", "read_dataset", "table", "write_dataset"]
 
 
 def _literal_op(column: str, op: str, value: Any = None) -> Column:
@@ -208,15 +203,20 @@ def read_dataset(
     *,
     predicates: Sequence[Sequence[tuple[str, str, Any]]] | None = None,
     version: int | None = None,
+    columns: Sequence[str] | None = None,
     native: bool | None = None,
+    native_schemes: Mapping[str, str] | None = None,
     **store_options: Any,
 ) -> DataFrame:
     """The rows of dataset ``uuid`` matching ``predicates``, as a DataFrame.
 
-    For a local store (``native=None`` or ``True``) planning (index lookups, partition and
-    statistics pruning) happens here, on the driver, and the planned files go straight to
-    Spark's Parquet reader. Otherwise the ``parquetry`` data source reads with the
-    predicates as its ``predicates`` option: it plans, prunes and filters rows itself.
+    Planning (partition keys, secondary indices, statistics) happens here, on the driver,
+    against one dataset version. When Spark can open the store itself (``file://``; ``s3a://``
+    or ``gs://`` with the connector installed: see ``native_schemes``), the planned files go
+    to Spark's Parquet reader as one scan with typed partition columns, and the predicates
+    are applied as a Spark filter. Otherwise (memory stores, encrypted datasets, partition
+    values Spark would parse differently, ``native=False``) the ``parquetry`` data source
+    reads with the predicates as its ``predicates`` option.
 
     Args:
         spark: the session (the ``parquetry`` format is registered on it if needed).
@@ -224,25 +224,51 @@ def read_dataset(
         uuid: the dataset's uuid.
         predicates: kartothek DNF, e.g. ``[[("customer", "==", "Ana Tanaka 332")]]``.
         version: read this committed version instead of the latest.
-        native: force (``True``) or avoid (``False``) Spark's native Parquet reader.
+        columns: only these columns, in this order (default: all).
+        native: ``False`` always uses the data source; ``True`` refuses to fall back;
+            ``None`` (default) hands off when possible.
+        native_schemes: store scheme -> Hadoop scheme for the hand-off (default
+            ``parquetry.spark.native.DEFAULT_NATIVE_SCHEMES``: file, s3 -> s3a, gs; ``{}``
+            disables it).
         **store_options: ``endpoint``, ``region``, credentials... for object stores.
+
+    Raises:
+        UnknownColumn: a name in ``columns`` is not in the dataset.
+        DatasetIncomplete: a planned file is missing when the read is set up.
+        InvalidArgument: ``native=True`` but the read cannot be handed off.
     """
     from parquetry.dataset import Dataset
 
     opened, options = _store_and_options(store, store_options)
-    if native is not False and isinstance(opened, LocalStore):
-        dataset = Dataset.open(opened, uuid, version=version)
-        plan = dataset.plan(predicates)
-        groups: dict[tuple[tuple[str, Any], ...], list[str]] = {}
-        for planned in plan.files:
-            groups.setdefault(tuple(planned.partition), []).append(str(opened.path(planned.key)))
-        if native or len(groups) <= MAX_NATIVE_PARTITIONS:
-            df = _native_read(spark, dataset, groups)
-            return df.filter(dnf_to_column(predicates)) if predicates else df
+    wanted = list(columns) if columns is not None else None
+    if native is not False:
+        # Credentials given to parquetry do not reach a Hadoop connector: only the cluster's
+        # own configuration does, so such reads stay with parquetry unless forced.
+        foreign_config = bool(store_options) and not isinstance(opened, LocalStore)
+        root = None if foreign_config and not native else native_root(spark, opened, native_schemes)
+        dataset = Dataset.open(opened, uuid, version=version) if root is not None else None
+        if root is not None and dataset is not None and dataset._doc.encryption is None:
+            _check_columns(dataset.schema, wanted)
+            plan = dataset.plan(predicates)
+            df = native_read(spark, dataset, plan.files, root)
+            if df is not None:
+                if predicates:
+                    df = df.filter(dnf_to_column(predicates))
+                return df.select(*wanted) if wanted is not None else df
+        if native:
+            from parquetry.errors import InvalidArgument
+
+            raise InvalidArgument(
+                f"dataset {uuid!r} on {opened.url} cannot be read by Spark's native Parquet "
+                "reader (store scheme without a connector, encrypted dataset, or partition "
+                "values Spark parses differently); use native=None to fall back"
+            )
     _activate(spark)
     reader = spark.read.format("parquetry").options(**options).option("dataset", uuid)
     if version is not None:
         reader = reader.option("version", str(version))
+    if wanted is not None:
+        reader = reader.option("columns", ",".join(wanted))
     if predicates:
         # Part of the relation itself, so every scan of the DataFrame prunes and filters the
         # same way (Spark's pushed filters cannot be trusted to, see parquetry.spark.reader).
@@ -250,28 +276,28 @@ def read_dataset(
     return reader.load()
 
 
-def _native_read(
-    spark: SparkSession, dataset: Any, groups: dict[tuple[tuple[str, Any], ...], list[str]]
+def table(
+    spark: SparkSession,
+    url: Store | str,
+    dataset: str,
+    *,
+    predicates: Sequence[Sequence[tuple[str, str, Any]]] | None = None,
+    version: int | None = None,
+    columns: Sequence[str] | None = None,
+    **options: Any,
 ) -> DataFrame:
-    schema = dataset.schema
-    partition_keys = set(dataset.partition_keys)
-    full = arrow_to_spark_schema(schema)
-    file_schema = arrow_to_spark_schema(
-        pa.schema([f for f in schema if f.name not in partition_keys])
+    """Dataset ``dataset`` of the store at ``url`` as a DataFrame: :func:`read_dataset`."""
+    return read_dataset(
+        spark, url, dataset, predicates=predicates, version=version, columns=columns, **options
     )
-    if not groups:
-        return spark.createDataFrame([], full)
-    parts = []
-    for partition, paths in groups.items():
-        values = dict(partition)
-        df = spark.read.schema(file_schema).parquet(*paths)
-        columns = [
-            F.lit(values.get(f.name))
-            .cast(arrow_to_spark_type(schema.field(f.name).type))
-            .alias(f.name)
-            if f.name in partition_keys
-            else F.col(f.name)
-            for f in full.fields
-        ]
-        parts.append(df.select(*columns))
-    return reduce(DataFrame.unionAll, parts)
+
+
+def _check_columns(schema: pa.Schema, columns: Sequence[str] | None) -> None:
+    from parquetry.errors import UnknownColumn
+
+    for name in columns or ():
+        if name not in schema.names:
+            raise UnknownColumn(
+                f"column {name!r} is not in the dataset (columns: {', '.join(schema.names)})",
+                column=name,
+            )

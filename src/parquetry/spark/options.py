@@ -135,6 +135,7 @@ class SourceOptions:
     partition_overwrite_mode: Literal["static", "dynamic"] | None = None
     # "error"/"errorifexists"/"ignore" when the dataset exists (option "save_mode").
     save_mode: Literal["error", "ignore"] | None = None
+    columns: tuple[str, ...] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -241,6 +242,7 @@ class SourceOptions:
             if overwrite_mode
             else None,
             save_mode=None if save_mode is None else "ignore" if save_mode == "ignore" else "error",
+            columns=_names(_one(opts, "columns")) or None,
         )
 
     def __repr__(self) -> str:
@@ -286,6 +288,7 @@ class SourceOptions:
             "replaceWhere": self.replace_where,
             "partitionOverwriteMode": self.partition_overwrite_mode,
             "save_mode": self.save_mode,
+            "columns": None if self.columns is None else ",".join(self.columns),
         }
         out.update({k: v for k, v in optional.items() if v})
         out.update(

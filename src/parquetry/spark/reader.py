@@ -97,7 +97,12 @@ def _snapshot_parts(options: SourceOptions) -> list[tuple[str, int]]:
 
 
 def source_arrow_schema(options: SourceOptions) -> pa.Schema:
-    """The Arrow schema of what ``options`` name (dataset incl. partition columns, or snapshot)."""
+    """The Arrow schema of what ``options`` name (dataset incl. partition columns, or snapshot),
+    projected to option ``columns`` if given.
+
+    Raises:
+        UnknownColumn: a name in option ``columns`` is not in the dataset or snapshot.
+    """
     if options.layout == "snapshot":
         parts = _snapshot_parts(options)
         if not parts:
@@ -106,8 +111,30 @@ def source_arrow_schema(options: SourceOptions) -> pa.Schema:
             raise DatasetIncomplete(f"snapshot {options.key!r} has no parts to take a schema from")
         store = options.open_store()
         with store.open(parts[0][0], size=parts[0][1]) as handle:
-            return pq.read_schema(handle)
-    return _open_dataset(options, options.version).schema
+            schema = pq.read_schema(handle)
+        what = f"snapshot {options.key!r}"
+    else:
+        schema = _open_dataset(options, options.version).schema
+        what = f"dataset {options.dataset!r}"
+    return project(schema, options.columns, what)
+
+
+def project(schema: pa.Schema, columns: Sequence[str] | None, what: str) -> pa.Schema:
+    """``schema`` with only ``columns``, in that order (all if None)."""
+    if columns is None:
+        return schema
+    from parquetry.errors import InvalidArgument, UnknownColumn
+
+    if len(set(columns)) != len(columns):
+        raise InvalidArgument(f"option 'columns' names a column twice: {','.join(columns)!r}")
+    for name in columns:
+        if name not in schema.names:
+            raise UnknownColumn(
+                f"option 'columns': column {name!r} is not in {what} "
+                f"(columns: {', '.join(schema.names)})",
+                column=name,
+            )
+    return pa.schema([schema.field(name) for name in columns], metadata=schema.metadata)
 
 
 def _trace(directory: str | None, files: Sequence[Any]) -> None:
