@@ -9,7 +9,7 @@ from parquetry.spark.helpers import dnf_to_column, read_dataset, table, write_da
 from parquetry.spark.scan_info import ScanSummary, scan_summary
 from parquetry.spark.session import local_session
 from parquetry.spark.source import ParquetryDataSource, register
-from parquetry.spark.table import ParquetryTable
+from parquetry.spark.handle import ParquetryTable
 
 __all__ = [
     "ParquetryDataSource",
