@@ -92,8 +92,11 @@ class ParquetryDataSource(DataSource):
 
     @message_first
     def __init__(self, options: Any) -> None:
+        from parquetry.spark.sql import location_options
+
         super().__init__(options)
-        self.parsed = SourceOptions.parse(dict(options))
+        # SQL statements hand over table LOCATION as 'path', or nothing at all (see sql.py).
+        self.parsed = SourceOptions.parse(location_options(dict(options)))
         # Spark creates this object once per relation (per load()) and pickles it to every
         # worker that plans for it. Spark 4.1-4.3 plans some queries of a relation again and
         # reuses an earlier plan for others, so the version is fixed here, once: every query
