@@ -11,8 +11,8 @@ import pytest
 from parquetry.dataset import Dataset
 from parquetry.errors import DatasetNotFound, InvalidArgument
 from parquetry.spark import ParquetryTable
-from parquetry.spark.history import spark_app_id_from_env
 from parquetry.spark.handle import split_table_url
+from parquetry.spark.history import spark_app_id_from_env
 from parquetry.store import open_store
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid as uuid_module
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -18,7 +18,7 @@ from parquetry.dataset.naming import common_metadata_key, incarnation_key, versi
 from parquetry.dataset.ops import apply_change
 from parquetry.dataset.schema import common_metadata_bytes
 from parquetry.dataset.versions import LoadedState, load_version_or_none, roll_forward
-from parquetry.dataset.write import FileDescription
+from parquetry.dataset.write import Batches, FileDescription
 from parquetry.errors import AlreadyExists, InvalidArgument, UnknownColumn
 from parquetry.store import PutMode, Store
 
@@ -116,17 +116,6 @@ def _first_version_number(store: Store, uuid: str, table: str) -> int:
                 key=version_key(uuid, number),
             )
     return number + 1
-
-
-class Batches:
-    """An already-opened input (schema + batch iterator) that write_files accepts again."""
-
-    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]):
-        self.schema, self.batches = schema, batches
-
-    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        reader = pa.RecordBatchReader.from_batches(self.schema, self.batches)
-        return reader.__arrow_c_stream__(requested_schema)
 
 
 def put_common_metadata(

@@ -28,7 +28,7 @@ from parquetry.errors import InvalidArgument, UnknownColumn
 from parquetry.parquet import WriteOptions
 from parquetry.store import PutMode, Store
 
-__all__ = ["FileDescription", "iter_input", "storage_schema", "write_files"]
+__all__ = ["Batches", "FileDescription", "iter_input", "storage_schema", "write_files"]
 
 FLUSH_BYTES = 128 << 20
 MAX_ROWS_PER_FILE = 4_000_000
@@ -110,8 +110,23 @@ def storage_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(f.name, _storage_type(f.type), f.nullable) for f in schema])
 
 
+class Batches:
+    """An already-opened input (schema + batch iterator) that write_files accepts again."""
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]):
+        self.schema, self.batches = schema, batches
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        reader = pa.RecordBatchReader.from_batches(self.schema, self.batches)
+        return reader.__arrow_c_stream__(requested_schema)
+
+
 def iter_input(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """Schema + batches of any supported input (Table, batch, reader, iterable, C stream)."""
+    if isinstance(data, Batches):
+        # Not through its C stream: an error raised while producing a batch (a value check)
+        # would come back as a pyarrow ArrowInvalid instead of itself.
+        return data.schema, data.batches
     if isinstance(data, pa.Table):
         return data.schema, iter(data.to_batches())
     if isinstance(data, pa.RecordBatch):

@@ -5,11 +5,11 @@ pyspark is imported only inside this package.
 
 from __future__ import annotations
 
+from parquetry.spark.handle import ParquetryTable
 from parquetry.spark.helpers import dnf_to_column, read_dataset, table, write_dataset
 from parquetry.spark.scan_info import ScanSummary, scan_summary
 from parquetry.spark.session import local_session
 from parquetry.spark.source import ParquetryDataSource, register
-from parquetry.spark.handle import ParquetryTable
 
 __all__ = [
     "ParquetryDataSource",
