@@ -16,6 +16,7 @@ from pyspark.errors import AnalysisException
 
 from parquetry.dataset import Dataset
 from parquetry.errors import InvalidArgument
+from parquetry.spark.options import SourceOptions
 from parquetry.spark.sql import (
     NO_OPTIONS,
     create_table,
@@ -212,23 +213,23 @@ def test_location_split_rule():
     assert split_location("s3://bucket/prefix/orders") == ("s3://bucket/prefix", "orders")
     assert split_location("s3://bucket/orders") == ("s3://bucket", "orders")
     for bad in ("s3://bucket", "file:///orders", "orders", "", "s3://"):
-        with pytest.raises(InvalidArgument, match="LOCATION"):
+        with pytest.raises(InvalidArgument, match="store"):
             split_location(bad)
 
-    assert location_options({"path": "file:/l/o", "provider": "parquetry", "owner": "x"}) == {
-        "store": "file:///l",
-        "dataset": "o",
-    }
-    assert location_options({"PATH": "s3://b/k", "layout": "snapshot"}) == {
-        "store": "s3://b",
-        "key": "k",
-        "layout": "snapshot",
-    }
-    # With the dataset named, 'path' is the store URL (load(url) with option dataset).
-    assert location_options({"path": "file:///l", "dataset": "o"}) == {
-        "path": "file:///l",
-        "dataset": "o",
-    }
+    def parsed(options: dict[str, str]) -> tuple[str, str | None, str | None]:
+        opts = SourceOptions.parse(location_options(options))
+        return opts.store_url, opts.dataset, opts.key
+
+    assert parsed({"path": "file:/l/o", "provider": "parquetry", "owner": "x"}) == (
+        "file:///l",
+        "o",
+        None,
+    )
+    assert parsed({"PATH": "s3://b/k", "layout": "snapshot"}) == ("s3://b", None, "k")
+    # With the dataset named as well, the path must end with it (docs/spark.md "Paths").
+    assert parsed({"path": "file:///l/o", "dataset": "o"}) == ("file:///l", "o", None)
+    with pytest.raises(InvalidArgument, match="does not end with"):
+        parsed({"path": "file:///l", "dataset": "o"})
     # CREATE TABLE adds 'option.'-prefixed copies and catalog keys: dropped.
     assert location_options(
         {"store": "file:///l", "option.store": "file:///l", "dataset": "o", "external": "true"}

@@ -105,6 +105,9 @@ def split_path(path: str, name: str | None, store: str | None, what: str) -> tup
         InvalidArgument: the path and the options disagree, or the path names no store.
     """
     trimmed = path.rstrip("/")
+    if trimmed.startswith("file:/") and not trimmed.startswith("file://"):
+        # Spark stores a table LOCATION file:///lake/orders as file:/lake/orders.
+        trimmed = "file:///" + trimmed[len("file:/") :]
     if "://" not in trimmed:
         if not store:
             raise InvalidArgument(

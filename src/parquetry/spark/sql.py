@@ -56,52 +56,30 @@ _CATALOG_KEYS = ("provider", "owner", "location", "external", "is_managed_locati
 
 
 def split_location(path: str) -> tuple[str, str]:
-    """Split a table ``LOCATION`` (option ``path``) into a store URL and the last segment
-    (the dataset uuid, or the snapshot key), by the rule ``<store URL>/<dataset>``.
-
-    Spark normalises ``file:///lake/orders`` to ``file:/lake/orders``; the store URL is given
-    back as ``file:///lake``.
+    """(store URL, dataset) of a table ``LOCATION`` by the ``<store URL>/<dataset>`` rule of
+    ``load(path)`` (:func:`parquetry.spark.option_names.split_path`); Spark's ``file:/x``
+    spelling of ``file:///x`` included.
 
     Raises:
         InvalidArgument: ``path`` has no store part or no last segment.
     """
-    trimmed = path.rstrip("/")
-    if trimmed.startswith("file:/") and not trimmed.startswith("file://"):
-        trimmed = "file:///" + trimmed[len("file:/") :]
-    store, _, name = trimmed.rpartition("/")
-    # "s3://bucket" splits into "s3:" and "bucket", "file:///orders" into "file://": no store.
-    if not name or not store or store.endswith((":", "/")):
-        raise InvalidArgument(
-            f"option 'path' (table LOCATION) must be '<store URL>/<dataset>', "
-            f"e.g. file:///lake/orders, got {path!r}"
-        )
-    return store, name
+    from parquetry.spark.option_names import split_path
+
+    return split_path(path, None, None, "dataset")
 
 
 def location_options(options: Mapping[str, str]) -> dict[str, str]:
-    """The options a ``parquetry`` source was given, made parseable for SQL statements.
-
-    Drops the keys Spark adds to ``CREATE TABLE`` options, turns ``path`` (``LOCATION``) into
-    ``store`` and ``dataset`` (or ``key`` for ``layout=snapshot``) when neither ``store`` nor
-    the dataset (key) is given; with the dataset named, ``path`` stays the store URL.
+    """The options a ``parquetry`` source was given, without the keys Spark adds to
+    ``CREATE TABLE`` options; ``path`` (``LOCATION``) is split like ``load(path)``'s.
 
     Raises:
         InvalidArgument: no options at all (:data:`NO_OPTIONS`: a catalog table read or
-            written without options), or a malformed ``path``.
+            written without options).
     """
     opts = {str(k).lower(): v for k, v in options.items() if v is not None}
     opts = {k: v for k, v in opts.items() if k not in _CATALOG_KEYS and not k.startswith("option.")}
     if not opts:
         raise InvalidArgument(NO_OPTIONS)
-    path = opts.get("path")
-    snapshot = str(opts.get("layout", "dataset")).lower() == "snapshot"
-    name_key = "key" if snapshot else "dataset"
-    # With the dataset (or key) named separately, 'path' is the store URL itself: load(url).
-    if path and not opts.get("store") and not opts.get(name_key):
-        store, name = split_location(str(path))
-        del opts["path"]
-        opts["store"] = store
-        opts[name_key] = name
     return opts
 
 
