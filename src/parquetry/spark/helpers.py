@@ -8,7 +8,7 @@ discovery) and adds the typed partition columns itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import Any
 
@@ -102,6 +102,7 @@ def write_dataset(
     partition_on: Sequence[str] = (),
     secondary_indices: Sequence[str] = (),
     mode: str = "append",
+    parameters: Mapping[str, Any] | None = None,
     **store_options: Any,
 ) -> Any:
     """Write ``df`` into the kartothek-format dataset ``uuid`` and return it, opened.
@@ -117,6 +118,8 @@ def write_dataset(
         partition_on: Hive partition columns, e.g. ``("order_date",)``.
         secondary_indices: columns to index, e.g. ``("customer",)``.
         mode: ``"append"`` (creates a missing dataset) or ``"overwrite"``.
+        parameters: entries recorded with the commit (the dataset's history), besides the
+            write's own (mode, partitionBy...); option ``parameters`` as JSON.
         **store_options: ``endpoint``, ``region``, ``access_key_id``... for object stores.
     """
     from parquetry.dataset import Dataset
@@ -126,6 +129,10 @@ def write_dataset(
     writer = df.write.format("parquetry").options(**options).option("dataset", uuid)
     writer = writer.option("partition_on", ",".join(partition_on))
     writer = writer.option("secondary_indices", ",".join(secondary_indices))
+    if parameters:
+        from parquetry.dataset.transact import string_parameters
+
+        writer = writer.option("parameters", json.dumps(string_parameters(parameters)))
     writer.mode(mode).save()
     return Dataset.open(opened, uuid)
 

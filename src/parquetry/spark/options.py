@@ -60,6 +60,22 @@ def _predicates(raw: str | None) -> Predicates | None:
     )
 
 
+def _parameters(raw: str | None) -> tuple[tuple[str, str], ...]:
+    """Option ``parameters``: a JSON object recorded with the write's commit (the user's own
+    entries of the dataset's history; JSON keeps their case, which Spark's option keys lose)."""
+    if raw is None or raw.strip() == "":
+        return ()
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidArgument(f"option 'parameters' is not JSON ({exc}): {raw!r}") from None
+    if not isinstance(doc, dict):
+        raise InvalidArgument(f"option 'parameters' must be a JSON object, got {raw!r}")
+    return tuple(
+        sorted((str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in doc.items())
+    )
+
+
 def _int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
     raw = options.get(name)
     if raw is None or raw == "":
@@ -90,6 +106,8 @@ class SourceOptions:
     rows_per_file: int = 4_000_000
     compression: str = "zstd"
     trace_reads: str | None = None
+    #: The user's entries for the commit's parameters (option ``parameters``, JSON object).
+    parameters: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -140,6 +158,7 @@ class SourceOptions:
             rows_per_file=rows_per_file or 4_000_000,
             compression=opts.get("compression", "zstd"),
             trace_reads=opts.get("trace_reads") or None,
+            parameters=_parameters(opts.get("parameters")),
         )
 
     def __repr__(self) -> str:
@@ -179,6 +198,7 @@ class SourceOptions:
             "run_id": self.run_id,
             "max_tasks": None if self.max_tasks is None else str(self.max_tasks),
             "trace_reads": self.trace_reads,
+            "parameters": json.dumps(dict(self.parameters)) if self.parameters else None,
         }
         out.update({k: v for k, v in optional.items() if v})
         out.update(
