@@ -10,6 +10,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from cli_helpers import ORDERS, Lake
 
+from parquetry.dataset import Dataset
+
 
 def _json(result: object) -> dict:
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
@@ -69,6 +71,27 @@ def test_history(lake: Lake) -> None:
     text = lake.run("history", "orders")
     assert text.exit_code == 0
     assert "append" in text.stdout
+
+
+def test_history_shows_parameters_and_restore(local: Lake) -> None:
+    ds = Dataset.open(local.store, "orders")
+    ds = ds.append(ORDERS, parameters={"job": "nightly"}).restore(1)
+    doc = _json(local.run("history", "orders", "--json"))
+    versions = doc["versions"]
+    assert [(v["number"], v["operation"]) for v in versions] == [
+        (0, "create"),
+        (1, "append"),
+        (2, "append"),
+        (3, "restore"),
+    ]
+    assert versions[2]["parameters"] == {"job": "nightly"}
+    assert versions[3]["parameters"] == {"version": "1"}
+    assert versions[3]["rows_removed"] == 4
+    assert versions[2]["bytes_added"] == versions[3]["bytes_removed"] > 0
+    text = local.run("history", "orders")
+    assert text.exit_code == 0
+    assert "job=nightly" in text.stdout
+    assert "restore" in text.stdout
 
 
 WHERE = "country = 'DE' and product_id in (1, 2) or day >= date '2021-01-03'"

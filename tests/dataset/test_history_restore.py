@@ -138,6 +138,10 @@ def test_restore_refuses_to_discard_a_concurrent_commit() -> None:
     with pytest.raises(CommitConflict, match="another commit landed"):
         v1.restore(0)
     assert Dataset.open(store, "d").version == 2
+    # Time travel then restore: the old handle is not the newest state either.
+    with pytest.raises(CommitConflict, match="newest is now 2"):
+        Dataset.open(store, "d", version=0).restore(0)
+    assert Dataset.open(store, "d").version == 2
     assert Dataset.open(store, "d").restore(0).read().num_rows == 3
 
 

@@ -29,7 +29,7 @@ def _ids(df: Any) -> list[int]:
 def test_history_detail_restore_and_todf(spark: Any, tmp_path: Path) -> None:
     lake = tmp_path.as_uri()
     _write(spark, lake, range(0, 30), "append", partition_on="part", compression="snappy")
-    _write(spark, lake, range(30, 40), "append")
+    _write(spark, lake, range(30, 40), "append", parameters='{"job": "Nightly", "n": 3}')
     _write(spark, lake, range(100, 105), "overwrite")
     table = ParquetryTable.for_path(spark, f"{lake}/t")
     hist = table.history().collect()
@@ -43,6 +43,9 @@ def test_history_detail_restore_and_todf(spark: Any, tmp_path: Path) -> None:
     assert "store" not in first
     assert not any("secret" in k for k in first)
     assert hist[1]["operationParameters"]["partitionBy"] == '["part"]', "layout of the dataset"
+    assert hist[1]["operationParameters"]["job"] == "Nightly", "case kept"
+    assert hist[1]["operationParameters"]["n"] == "3"
+    assert "parameters" not in hist[1]["operationParameters"]
     assert hist[0]["operationParameters"]["mode"] == "Overwrite"
     assert hist[2]["operationMetrics"]["numOutputRows"] == "30"
     assert hist[1]["operationMetrics"]["numOutputRows"] == "10"
@@ -107,3 +110,34 @@ def test_table_urls_and_app_id_sources(spark: Any, tmp_path: Path) -> None:
     assert spark_app_id_from_env({"CONTAINER_ID": container}) == "application_1410901177871_0001"
     assert spark_app_id_from_env({"CONTAINER_ID": "other"}) is None
     assert spark_app_id_from_env({}) is None
+
+
+def test_write_parameters_from_options_without_spark() -> None:
+    """What a write records, from options alone (defaults and secrets left out)."""
+    from parquetry.spark.history import write_parameters
+    from parquetry.spark.options import SourceOptions
+
+    options = SourceOptions.parse(
+        {
+            "store": "s3://bucket/lake",
+            "secret_access_key": "SECRET",
+            "dataset": "t",
+            "partition_on": "a,b",
+            "rows_per_file": "1000",
+            "task_bytes": "5",
+            "parameters": '{"job": "x", "mode": "mine"}',
+        }
+    )
+    assert SourceOptions.parse(options.to_spark()) == options
+    assert write_parameters(options, False, app_id="app-1") == {
+        "job": "x",
+        "engine": "spark",
+        "mode": "Append",
+        "partitionBy": '["a", "b"]',
+        "rowsPerFile": "1000",
+        "sparkAppId": "app-1",
+    }
+    with pytest.raises(InvalidArgument, match="JSON object"):
+        SourceOptions.parse({"store": "file:///x", "dataset": "t", "parameters": "[1]"})
+    with pytest.raises(InvalidArgument, match="not JSON"):
+        SourceOptions.parse({"store": "file:///x", "dataset": "t", "parameters": "{"})

@@ -201,7 +201,8 @@ def history(
     endpoint: Endpoint = None,
     region: Region = None,
 ) -> None:
-    """Show the committed versions: number, time, operation, rows added/removed, files."""
+    """Show the committed versions: number, time, operation, rows and files added/removed,
+    and the operation's parameters."""
     from parquetry.cli.targets import resolve_dataset
     from parquetry.cli.views import dataset_history
 
@@ -219,6 +220,7 @@ def history(
         "rows removed",
         "files added",
         "files removed",
+        "parameters",
         right=("version", "rows added", "rows removed", "files added", "files removed"),
     )
     for v in rows:
@@ -230,6 +232,7 @@ def history(
             _count(v.rows_removed),
             _count(v.files_added),
             _count(v.files_removed),
+            ", ".join(f"{k}={val}" for k, val in sorted(v.parameters.items())),
         )
     out_console().print(table)
 

@@ -47,6 +47,10 @@ class VersionRow:
     rows_removed: int | None = None
     files_added: int | None = None
     files_removed: int | None = None
+    bytes_added: int | None = None
+    bytes_removed: int | None = None
+    #: What the commit was told (save mode, scope, the caller's entries); see Dataset.history.
+    parameters: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -222,6 +226,9 @@ def dataset_history(store: Store, ref: DatasetRef) -> list[VersionRow]:
             rows_removed=v.rows_removed,
             files_added=v.files_added,
             files_removed=v.files_removed,
+            bytes_added=v.bytes_added,
+            bytes_removed=v.bytes_removed,
+            parameters=dict(v.parameters),
         )
         for v in sorted(ds.versions(), key=lambda v: v.number)
     ]

@@ -1,8 +1,8 @@
 """The :class:`Dataset` facade: one immutable version of a kartothek-format dataset.
 
-Every write (``append``, ``update``, ``build_index``, :meth:`Dataset.commit_files`) is one
-conflict-safe commit (see :mod:`parquetry.dataset.commit`) returning a new ``Dataset``; the
-old object keeps reading its own version.
+Every write (``append``, ``update``, ``build_index``, ``restore``,
+:meth:`Dataset.commit_files`) is one conflict-safe commit (see :mod:`parquetry.dataset.commit`)
+returning a new ``Dataset``; the old object keeps reading its own version.
 """
 
 from __future__ import annotations
@@ -177,8 +177,9 @@ class Dataset:
         return read_history(self.store, self.uuid, limit=limit)
 
     def detail(self) -> DatasetDetail:
-        """Files, bytes, rows, partitions, schema, indices and times of this version
-        (no request: all of it is in the version document)."""
+        """Files, bytes, rows, partitions, schema, indices and times of this version (no
+        request: all of it is in the version document; a state kartothek wrote costs one
+        LIST for its version number and has no bytes or rows)."""
         return dataset_detail(self.store, self._doc, self.version)
 
     # --- creating ------------------------------------------------------------------------

@@ -141,8 +141,9 @@ def restore_version(
         assert current is not None
         if seen and seen[0] != number:
             raise CommitConflict(
-                f"dataset {doc.uuid!r}: another commit landed while version {version} was being "
-                "restored; nothing is committed (open the dataset again and restore again)",
+                f"dataset {doc.uuid!r}: another commit landed after the version this restore "
+                f"of version {version} builds on (the newest is now {number - 1}); nothing is "
+                "committed (open the newest version and restore again)",
                 key=version_key(doc.uuid, number),
             )
         seen.append(number)

@@ -122,6 +122,7 @@ def write_dataset(
     replace_where: str | None = None,
     partition_overwrite_mode: str | None = None,
     partition_by: Sequence[str] | None = None,
+    parameters: Mapping[str, Any] | None = None,
     **store_options: Any,
 ) -> Any:
     """Write ``df`` into the kartothek-format dataset ``uuid`` and return it, opened.
@@ -149,6 +150,8 @@ def write_dataset(
             ``df`` has); default: the session's ``spark.sql.sources.partitionOverwriteMode``.
         partition_by: Spark's name for ``partition_on`` (``DataFrameWriter.partitionBy`` is
             refused by Spark for Python data sources).
+        parameters: entries recorded with the commit (the dataset's history), besides the
+            write's own (mode, partitionBy...); option ``parameters`` as JSON.
         **store_options: ``endpoint``, ``region``, ``access_key_id``... for object stores.
 
     Raises:
@@ -192,6 +195,10 @@ def write_dataset(
         dynamic = _overwrite_mode(df.sparkSession, partition_overwrite_mode)
         if dynamic is not None:
             writer = writer.option("partitionOverwriteMode", dynamic)
+    if parameters:
+        from parquetry.dataset.transact import string_parameters
+
+        writer = writer.option("parameters", json.dumps(string_parameters(parameters)))
     writer.mode(save_mode).save()
     return Dataset.open(opened, uuid)
 

@@ -4,7 +4,8 @@ Parameters follow Delta's ``operationParameters``: ``mode`` (``Append``/``Overwr
 ``partitionBy`` (a JSON list), and every write option that differs from its default, named
 in Delta's camelCase after its :class:`SourceOptions` field (``rowsPerFile``, and
 ``replaceWhere``, ``mergeSchema``, ``partitionOverwriteMode``... as the data source learns
-them). Store URLs and store options never appear (they may hold credentials); nor do
+them), and the user's own entries (option ``parameters``, a JSON object). Store URLs and
+store options never appear (they may hold credentials); nor do
 read-only options.
 
 The Spark application id is recorded when the process running ``commit()`` can know it. That
@@ -44,6 +45,7 @@ _NOT_RECORDED = frozenset(
         "task_bytes",
         "max_tasks",
         "trace_reads",
+        "parameters",  # the user's own entries, recorded under their own names
     }
 )
 _RENAMED = {"partition_on": "partitionBy", "secondary_indices": "secondaryIndices"}
@@ -84,7 +86,9 @@ def write_parameters(
     options: SourceOptions, overwrite: bool, *, app_id: str | None = None
 ) -> dict[str, str]:
     """The parameters a Spark write records (see the module docstring)."""
-    out = {"engine": "spark", "mode": "Overwrite" if overwrite else "Append"}
+    # The user's entries first: a name of ours (mode, partitionBy...) wins over them.
+    out = dict(options.parameters)
+    out.update({"engine": "spark", "mode": "Overwrite" if overwrite else "Append"})
     out["partitionBy"] = _text(list(options.partition_on))
     for f in fields(options):
         if f.name in _NOT_RECORDED or f.name == "partition_on":

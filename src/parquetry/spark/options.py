@@ -85,6 +85,22 @@ def _bool(options: Mapping[str, str], name: str) -> bool:
     return value == "true"
 
 
+def _parameters(raw: str | None) -> tuple[tuple[str, str], ...]:
+    """Option ``parameters``: a JSON object recorded with the write's commit (the user's own
+    entries of the dataset's history; JSON keeps their case, which Spark's option keys lose)."""
+    if raw is None or raw.strip() == "":
+        return ()
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidArgument(f"option 'parameters' is not JSON ({exc}): {raw!r}") from None
+    if not isinstance(doc, dict):
+        raise InvalidArgument(f"option 'parameters' must be a JSON object, got {raw!r}")
+    return tuple(
+        sorted((str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in doc.items())
+    )
+
+
 def _int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
     raw = _one(options, name)
     if raw is None or raw == "":
@@ -136,6 +152,8 @@ class SourceOptions:
     # "error"/"errorifexists"/"ignore" when the dataset exists (option "save_mode").
     save_mode: Literal["error", "ignore"] | None = None
     columns: tuple[str, ...] | None = None
+    #: The user's entries for the commit's parameters (option ``parameters``, JSON object).
+    parameters: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -243,6 +261,7 @@ class SourceOptions:
             else None,
             save_mode=None if save_mode is None else "ignore" if save_mode == "ignore" else "error",
             columns=_names(_one(opts, "columns")) or None,
+            parameters=_parameters(_one(opts, "parameters")),
         )
 
     def __repr__(self) -> str:
@@ -289,6 +308,7 @@ class SourceOptions:
             "partitionOverwriteMode": self.partition_overwrite_mode,
             "save_mode": self.save_mode,
             "columns": None if self.columns is None else ",".join(self.columns),
+            "parameters": json.dumps(dict(self.parameters)) if self.parameters else None,
         }
         out.update({k: v for k, v in optional.items() if v})
         out.update(
