@@ -39,7 +39,10 @@ def test_replace_where_replaces_only_matching_rows_in_one_commit(spark: Any, lak
     _writer(new, lake, "rw").option("replaceWhere", condition).mode("overwrite").save()
     ds = Dataset.open(open_store(lake), "rw")
     assert ds.version == 1
-    assert ds.versions()[-1].operation == "spark-write"
+    assert ds.versions()[-1].operation == "overwrite"
+    (latest,) = ds.history(limit=1)
+    assert latest.parameters["replaceWhere"] == condition
+    assert "part" in latest.parameters["predicate"]
     table = ds.read()
     assert table.num_rows == 100 - 25 + 10  # ids 50..99 of parts 1, 2 (25 rows) replaced
     got = Counter(zip(table["id"].to_pylist(), table["gen"].to_pylist(), strict=True))

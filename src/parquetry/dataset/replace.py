@@ -171,6 +171,7 @@ def commit_replace(
     write_options: WriteOptions | None = None,
     max_retries: int | None = MAX_RETRIES,
     verify_files: bool = True,
+    parameters: Mapping[str, Any] | None = None,
 ) -> LoadedState:
     """Commit ``files`` after ``ds``, removing every row of ``ds`` matching ``predicates``.
 
@@ -183,6 +184,9 @@ def commit_replace(
     dnf = validate_predicates(predicates, ds.schema)
     if dnf is None:
         raise InvalidArgument("a replace needs a predicate (kartothek DNF)")
+    from parquetry.dataset.transact import string_parameters
+
+    params = {"predicate": describe_dnf(dnf), **string_parameters(parameters)}
     planned = plan_replace(ds, dnf)
     rewritten = (
         ds._write(planned.kept, write_options, merge_schema=False)[0]
@@ -221,6 +225,7 @@ def commit_replace(
                 add=added,
                 remove=set(planned.remove),
                 metadata=metadata,
+                parameters=params,
             )
 
         fmt = ds._pointer_format or doc.metadata_format

@@ -292,7 +292,13 @@ def _commit_selective(
         return True  # no partition written, none replaced: nothing to commit
     else:
         predicates = partitions_predicate(files, dataset.partition_keys)
-    commit_replace(dataset, predicates, files, operation="spark-write")
+    commit_replace(
+        dataset,
+        predicates,
+        files,
+        operation=write_operation(True),
+        parameters=write_parameters(options, True),
+    )
     return True
 
 
@@ -314,7 +320,8 @@ def _commit_new(
             schema=schema,
             partition_on=options.partition_on,
             secondary_indices=options.secondary_indices,
-            operation="spark-write",
+            operation="create",
+            parameters=write_parameters(options, False),
         )
     except AlreadyExists:
         abandon_files(store, options.dataset, files)
