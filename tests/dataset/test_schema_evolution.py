@@ -231,3 +231,18 @@ def test_decimal_and_merge_rules() -> None:
             ("q", pa.bool_()),
         ]
     )
+
+
+def test_repair_rewrites_common_metadata_an_interrupted_evolution_left_stale() -> None:
+    from parquetry.dataset.create import put_common_metadata
+
+    ds = _ds()
+    stale = ds.schema
+    ds = ds.append(BASE.append_column("tag", pa.array(["s"] * 3)), merge_schema=True)
+    # As if the writer died between its commit point and the schema file.
+    put_common_metadata(ds.store, "ev", "table", stale, ("day",), replace_stale=True)
+    key = common_metadata_key("ev")
+    assert "tag" not in read_common_metadata(ds.store.get(key), key).names
+    assert "rewrote _common_metadata" in Dataset.repair(ds.store, "ev")
+    assert "tag" in read_common_metadata(ds.store.get(key), key).names
+    assert "nothing to repair" in Dataset.repair(ds.store, "ev")

@@ -79,10 +79,11 @@ def widens(old: pa.DataType, new: pa.DataType) -> bool:
 
     int8→16→32→64, uintN→uintM and uintN→intM (M > N), small integers into floats wide
     enough to hold them, float16→32→64, decimal precision up at the same scale (128→256
-    bits too), and lists of widening elements. Dates stay dates; nothing widens to a string.
+    bits too), lists of widening elements, and the null type into anything. Dates stay
+    dates; nothing widens to a string.
     """
     old, new = _plain(old), _plain(new)
-    if old == new:
+    if old == new or pa.types.is_null(old):  # a column of nulls fits any type
         return True
     if pa.types.is_integer(old) and pa.types.is_integer(new):
         (os_, ob), (ns, nb) = _int_bits(old), _int_bits(new)

@@ -53,13 +53,38 @@ def repair(store: Store, uuid: str) -> str:
     if pointer.version is None:
         return f"{uuid}: nothing to repair (last written by another tool)"
     state = load_latest(store, uuid)
+    schema_note = _fix_common_metadata(store, state.doc)
     if state.number == pointer.version.number:
+        if schema_note:
+            return f"{uuid}: {schema_note} (version {state.number})"
         return f"{uuid}: nothing to repair (version {state.number} is current)"
     _publish(store, uuid, state.number, state.doc, fmt)
     return (
         f"{uuid}: completed an interrupted commit (metadata file moved from version "
-        f"{pointer.version.number} to {state.number})"
+        f"{pointer.version.number} to {state.number})" + (f"; {schema_note}" if schema_note else "")
     )
+
+
+def _fix_common_metadata(store: Store, doc: DatasetDocument) -> str:
+    """Rewrite ``_common_metadata`` if a schema-evolving commit was interrupted before it."""
+    from parquetry.dataset.create import put_common_metadata
+    from parquetry.dataset.naming import common_metadata_key
+    from parquetry.dataset.schema import common_metadata_bytes, read_common_metadata
+    from parquetry.errors import NotFound
+
+    if doc.schema is None:
+        return ""
+    key = common_metadata_key(uuid := doc.uuid, doc.tables[0])
+    expected = read_common_metadata(common_metadata_bytes(doc.schema, doc.partition_keys), key)
+    try:
+        if read_common_metadata(store.get(key), key).equals(expected):
+            return ""
+    except (NotFound, MetadataCorrupted):
+        pass
+    put_common_metadata(
+        store, uuid, doc.tables[0], doc.schema, doc.partition_keys, replace_stale=True
+    )
+    return "rewrote _common_metadata to the current schema"
 
 
 def _publish(store: Store, uuid: str, number: int, doc: DatasetDocument, fmt: str) -> None:
