@@ -18,7 +18,7 @@ from parquetry.dataset import Dataset
 from parquetry.errors import DatasetIncomplete, InvalidArgument, UnknownColumn
 from parquetry.spark import read_dataset, table
 from parquetry.spark.native import native_root
-from parquetry.store import LocalStore, MemoryStore
+from parquetry.store import LocalStore, MemoryStore, open_store
 
 ROWS = 240
 STRINGS = ["a b", "x/y", "z%", "plain"]
@@ -158,6 +158,12 @@ def test_fallback_to_the_data_source(spark: Any, lake: LocalStore) -> None:
     assert native_root(spark, MemoryStore("native-fallback")) is None
     assert native_root(spark, lake) == str(lake.root)
     assert native_root(spark, lake, {}) is None
+    # Object stores map their scheme when the JVM has the FileSystem (pip's pyspark has no
+    # s3a; "file" stands in for a connector that is there).
+    s3 = open_store("s3://bucket/pre/fix", region="us-east-1")
+    assert native_root(spark, s3) is None
+    assert native_root(spark, s3, {"s3": "file"}) == "file://bucket/pre/fix"
+    assert native_root(spark, s3, {"s3": "nosuchscheme"}) is None
     fallback = read_dataset(
         spark, lake.url, "t", predicates=[[("part", "==", 2)]], native_schemes={}
     )

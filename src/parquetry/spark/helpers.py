@@ -251,7 +251,9 @@ def read_dataset(
     if native is not False:
         # Credentials given to parquetry do not reach a Hadoop connector: only the cluster's
         # own configuration does, so such reads stay with parquetry unless forced.
-        foreign_config = bool(store_options) and not isinstance(opened, LocalStore)
+        foreign_config = not isinstance(opened, LocalStore) and (
+            bool(store_options) or bool(getattr(opened, "_options", None))
+        )
         root = None if foreign_config and not native else native_root(spark, opened, native_schemes)
         dataset = Dataset.open(opened, uuid, version=version) if root is not None else None
         if root is not None and dataset is not None and dataset._doc.encryption is None:
