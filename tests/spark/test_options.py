@@ -156,6 +156,13 @@ def test_every_known_name_is_accepted_in_any_case(name: str, flips: list[bool]) 
         "task_bytes": "3",
         "max_tasks": "3",
         "rows_per_file": "3",
+        "merge_schema": "true",
+        "overwrite_schema": "false",
+        "replace_where": "a = 1",
+        "partition_overwrite_mode": "dynamic",
+        "save_mode": "ignore",
+        "columns": "a",
+        "parameters": '{"k": "v"}',
     }
     by_key = {"path": "memory://a/x", "paths": '["a", "b"]'}
     raw[cased] = by_key.get(name) or values.get(field_of.get(name, ""), "v")
@@ -206,7 +213,7 @@ def test_unknown_option_messages() -> None:
     with pytest.raises(InvalidArgument) as info:
         SourceOptions.parse(_base(colour="red"))
     assert str(info.value).startswith(
-        "unknown option 'colour' for format parquetry; known options: access_key_id, compression,"
+        "unknown option 'colour' for format parquetry; known options: access_key_id, columns,"
     )
     assert str(info.value).endswith("versionAsOf, store.<name>")
     # store.<anything> reaches the store; a bare "store." is not an option
