@@ -209,3 +209,26 @@ def test_columns_option_of_the_data_source(spark: Any, lake: LocalStore, tmp_pat
     )
     with pytest.raises(Exception, match="'nope'"):
         bad.load()
+
+
+def test_evolved_schema_reads_old_files_widened_and_with_nulls(spark: Any, tmp_path: Path) -> None:
+    """After merge_schema (int32 -> int64, float32 -> float64, a new column), Spark's reader
+    widens the old files' values and gives nulls for the added column, as Dataset.read."""
+    store = LocalStore(tmp_path / "lake")
+    first = pa.table(
+        {
+            "n": pa.array([1, 2], pa.int32()),
+            "p": ["a", "b"],
+            "f": pa.array([1.5, 2.5], pa.float32()),
+        }
+    )
+    ds = Dataset.create(store, "ev", first, partition_on=["p"])
+    more = pa.table({"n": [2**40], "p": ["a"], "f": [3.25], "tag": ["x"]})
+    ds = ds.append(more, merge_schema=True)
+    df = read_dataset(spark, store.url, "ev")
+    assert len(_scans(df)) == 1  # the native hand-off, not the fallback
+    assert df.dtypes == [("n", "bigint"), ("p", "string"), ("f", "double"), ("tag", "string")]
+    expected = sorted(tuple(r.values()) for r in ds.read().to_pylist())
+    assert sorted(tuple(r) for r in df.collect()) == expected
+    assert (2**40, "a", 3.25, "x") in expected
+    assert (1, "a", 1.5, None) in expected
