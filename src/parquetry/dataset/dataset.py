@@ -251,13 +251,7 @@ class Dataset(VersionReader):
 
     def _commit(self, files: Sequence[FileDescription], **change: Any) -> Dataset:
         """Commit ``files`` after this version (``change``: see :func:`commit_change`)."""
-        base = LoadedState(
-            doc=self._doc,
-            number=self._number,
-            foreign=self._foreign,
-            pointer_format=self._pointer_format,
-            requests=0,
-        )
+        base = self._state()
         try:
             state = commit_change(self.store, base, files, verify_files=False, **change)
         except CommitConflict:
@@ -387,13 +381,7 @@ class Dataset(VersionReader):
         """
         from parquetry.dataset.restore import restore_version
 
-        base = LoadedState(
-            doc=self._doc,
-            number=self._number,
-            foreign=self._foreign,
-            pointer_format=self._pointer_format,
-            requests=0,
-        )
+        base = self._state()
         params = string_parameters(parameters)
         state = restore_version(self.store, base, version, parameters=params)
         return Dataset(self.store, state, decryption=self._decryption)

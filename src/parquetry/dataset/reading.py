@@ -48,6 +48,16 @@ class VersionReader:
         self._pv_cache: dict[tuple[str, str], Any] = {}
         self._values_of = partition_values_of(self._doc, self.schema, self._pv_cache)
 
+    def _state(self) -> LoadedState:
+        """This version as the base of a commit."""
+        return LoadedState(
+            doc=self._doc,
+            number=self._number,
+            foreign=self._foreign,
+            pointer_format=self._pointer_format,
+            requests=0,
+        )
+
     # --- properties ----------------------------------------------------------------------
 
     @property

@@ -246,14 +246,7 @@ def commit_replace(
     except CommitConflict:
         abandon_files(store, doc.uuid, rewritten)
         raise
-    assert committed.version is not None
-    return LoadedState(
-        doc=committed,
-        number=committed.version.number,
-        foreign=False,
-        pointer_format=fmt,
-        requests=0,
-    )
+    return LoadedState.committed(committed, fmt)
 
 
 def _conforming(

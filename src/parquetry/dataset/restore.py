@@ -163,11 +163,4 @@ def restore_version(
             with contextlib.suppress(ParquetryError):  # best effort: kartothek sees the old one
                 _put_schema(store, doc)
         raise
-    assert committed.version is not None
-    return LoadedState(
-        doc=committed,
-        number=committed.version.number,
-        foreign=False,
-        pointer_format=fmt,
-        requests=0,
-    )
+    return LoadedState.committed(committed, fmt)

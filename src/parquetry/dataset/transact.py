@@ -175,18 +175,11 @@ def commit_change(
         stale_format=stale,
         claim=claim,
     )
-    assert committed.version is not None
     if committed.schema is not None and (
         not committed.schema.equals(doc.schema) or committed.partition_keys != doc.partition_keys
     ):
         _follow_schema(store, committed)
-    return LoadedState(
-        doc=committed,
-        number=committed.version.number,
-        foreign=False,
-        pointer_format=fmt,
-        requests=0,
-    )
+    return LoadedState.committed(committed, fmt)
 
 
 def _follow_schema(store: Store, committed: DatasetDocument) -> None:

@@ -59,6 +59,18 @@ class LoadedState:
     pointer_format: str | None
     requests: int
 
+    @classmethod
+    def committed(cls, doc: DatasetDocument, pointer_format: str | None) -> LoadedState:
+        """The state a commit of ours just published (``doc`` carries its version)."""
+        assert doc.version is not None
+        return cls(
+            doc=doc,
+            number=doc.version.number,
+            foreign=False,
+            pointer_format=pointer_format,
+            requests=0,
+        )
+
 
 def read_pointer(store: Store, uuid: str) -> tuple[DatasetDocument, str, int]:
     """The document in the pointer (JSON preferred, like kartothek), its format, GETs used."""
