@@ -120,6 +120,8 @@ def restore_version(
     ``base``. Nothing is committed then.
     """
     doc = base.doc
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidArgument(f"version must be an integer, got {version!r}")
     if version < 0:
         raise InvalidArgument(f"version must be >= 0, got {version}")
     target = load_version(store, doc.uuid, version)

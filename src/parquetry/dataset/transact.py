@@ -54,7 +54,8 @@ def string_parameters(parameters: Mapping[str, Any] | None) -> dict[str, str]:
             continue
         try:
             out[key] = json.dumps(value, sort_keys=True, default=str)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
+            # RecursionError: a value nested too deeply (or referring to itself) for JSON.
             raise InvalidArgument(f"parameter {key!r} cannot be recorded: {exc}") from None
     return out
 
@@ -87,6 +88,8 @@ def create_dataset(
         )
     in_schema, batches = iter_input(data)
     schema = storage_schema(in_schema)
+    # The same duplicate-column check as every later write (nothing else differs here).
+    resolve_write_schema(uuid, schema, schema)
     files = write_files(
         store,
         uuid,
