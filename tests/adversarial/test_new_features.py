@@ -238,27 +238,39 @@ def _base(store: Store) -> Dataset:
     return ds.append(pa.table({"p": ["b", "a"], "q": ["z", "x"], "x": [5, 6]}))
 
 
-OPERATIONS = {
-    "merge_append": lambda ds: ds.append(
-        pa.table({"p": ["c", None], "q": ["n", "m"], "x": [7, 8], "y": [1.5, None]}),
-        merge_schema=True,
-    ),
-    "replace_where": lambda ds: ds.replace_where(
-        [[("q", "==", "x")], [("p", "is null", None)]],
-        pa.table({"p": ["a"], "q": ["x"], "x": [9]}),
-    ),
-    "restore_before_merge": lambda ds: ds.append(
+def _evolved(store: Store) -> Dataset:
+    return _base(store).append(
         pa.table({"p": ["c"], "q": ["n"], "x": [7], "y": [2]}), merge_schema=True
-    ).restore(0),
+    )
+
+
+# name -> (the dataset before, the operation under attack: one commit)
+OPERATIONS = {
+    "merge_append": (
+        _base,
+        lambda ds: ds.append(
+            pa.table({"p": ["c", None], "q": ["n", "m"], "x": [7, 8], "y": [1.5, None]}),
+            merge_schema=True,
+        ),
+    ),
+    "replace_where": (
+        _evolved,
+        lambda ds: ds.replace_where(
+            [[("q", "==", "x")], [("p", "is null", None)], [("y", "==", 2)]],
+            pa.table({"p": ["a"], "q": ["x"], "x": [9], "y": [2]}),
+        ),
+    ),
+    # Back to a schema without y: _common_metadata must follow.
+    "restore_before_merge": (_evolved, lambda ds: ds.restore(0)),
 }
 
 
 @pytest.mark.parametrize("name", sorted(OPERATIONS))
 @pytest.mark.parametrize("after", [False, True])
 def test_a_failed_store_call_leaves_the_old_or_the_new_version(name: str, after: bool) -> None:
-    operation = OPERATIONS[name]
+    prepare, operation = OPERATIONS[name]
     probe_inner = MemoryStore()
-    _base(probe_inner)
+    prepare(probe_inner)
     probe = FaultyStore(probe_inner)
     new = operation(Dataset.open(probe, "f"))
     new_rows, new_schema = rows_of(new.read()), new.schema
@@ -266,7 +278,7 @@ def test_a_failed_store_call_leaves_the_old_or_the_new_version(name: str, after:
     assert calls > 3
     for fail_on in range(1, calls + 1):
         inner = MemoryStore()
-        old = _base(inner)
+        old = prepare(inner)
         old_rows, old_schema = rows_of(old.read()), old.schema
         faulty = FaultyStore(inner, fail_on=fail_on, after=after)
         try:
@@ -284,7 +296,7 @@ def test_a_failed_store_call_leaves_the_old_or_the_new_version(name: str, after:
         stored = read_common_metadata(inner.get(key), key).names
         assert sorted(stored) == sorted(now.schema.names), fail_on
         # Every older version still reads, and a new write works.
-        assert rows_of(Dataset.open(inner, "f", version=1).read()) == old_rows
+        assert rows_of(Dataset.open(inner, "f", version=old.version).read()) == old_rows
         now.append(pa.Table.from_pylist([{"p": "w", "q": None, "x": 0}], schema=now.schema))
 
 
