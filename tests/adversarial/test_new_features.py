@@ -15,6 +15,7 @@ against an append.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -98,9 +99,13 @@ def literal_st(evolved: bool) -> st.SearchStrategy[tuple[str, str, Any]]:
         present = [v for v in values if v is not None]
         return st.one_of(
             st.tuples(st.just(col), st.sampled_from(["is null", "is not null"]), st.none()),
-            st.tuples(st.just(col), st.sampled_from(["==", "!=", "<", ">"]), st.sampled_from(present)),
             st.tuples(
-                st.just(col), st.just("in"), st.lists(st.sampled_from(present), min_size=1, max_size=3)
+                st.just(col), st.sampled_from(["==", "!=", "<", ">"]), st.sampled_from(present)
+            ),
+            st.tuples(
+                st.just(col),
+                st.just("in"),
+                st.lists(st.sampled_from(present), min_size=1, max_size=3),
             ),
         )
 
@@ -138,19 +143,17 @@ EVOLVED = SCHEMA.append(pa.field("y", pa.int64()))
 def test_replace_where_equals_oracle(case: tuple[Any, ...]) -> None:
     first, evolved, second, dnf, candidates, delete = case
     store = MemoryStore()
-    ds = Dataset.create(
-        store, "rw", pa.Table.from_pylist(first, schema=SCHEMA), partition_on=["p"]
-    )
+    ds = Dataset.create(store, "rw", pa.Table.from_pylist(first, schema=SCHEMA), partition_on=["p"])
     if second:
         schema = EVOLVED if evolved else SCHEMA
         ds = ds.append(pa.Table.from_pylist(second, schema=schema), merge_schema=evolved)
     schema = ds.schema
-    before = [{**{n: None for n in schema.names}, **r} for r in first + second]
+    before = [{**dict.fromkeys(schema.names), **r} for r in first + second]
     data = [] if delete else [r for r in candidates if matches(dnf, r)]
     table = pa.Table.from_pylist(data, schema=schema) if data else None
     after = ds.replace_where(dnf, table)
     expected = [r for r in before if not matches(dnf, r)] + [
-        {**{n: None for n in schema.names}, **r} for r in data
+        {**dict.fromkeys(schema.names), **r} for r in data
     ]
     got = Dataset.open(store, "rw").read()
     assert got.schema.names == schema.names
@@ -158,16 +161,20 @@ def test_replace_where_equals_oracle(case: tuple[Any, ...]) -> None:
     assert after.history()[0].operation == "replace"
     # The predicate reads back the same rows as the oracle selects.
     selected = [r for r in expected if matches(dnf, r)]
-    assert rows_of(got.select(schema.names).filter(pa.array([matches(dnf, r) for r in got.to_pylist()], pa.bool_()))) == rows_of(
-        pa.Table.from_pylist(selected, schema=schema)
-    )
+    assert rows_of(
+        got.select(schema.names).filter(
+            pa.array([matches(dnf, r) for r in got.to_pylist()], pa.bool_())
+        )
+    ) == rows_of(pa.Table.from_pylist(selected, schema=schema))
 
 
 # --- random histories: time travel, restore, history ----------------------------------------
 
 step_st = st.one_of(
     st.tuples(st.just("append"), st.lists(row_st, min_size=1, max_size=4)),
-    st.tuples(st.just("merge"), st.sampled_from(["c1", "c2"]), st.lists(row_st, min_size=1, max_size=3)),
+    st.tuples(
+        st.just("merge"), st.sampled_from(["c1", "c2"]), st.lists(row_st, min_size=1, max_size=3)
+    ),
     st.tuples(st.just("update"), st.sampled_from(PVALUES[1:]), st.lists(row_st, max_size=3)),
     st.tuples(st.just("replace"), literal_st(False)),
     st.tuples(st.just("restore"), st.integers(0, 30)),
@@ -189,7 +196,9 @@ def test_versions_restore_and_history_follow_the_sequence(
             ds = ds.append(pa.Table.from_pylist(step[1], schema=ds.schema))
         elif kind == "merge":
             col = step[1]
-            schema = ds.schema if col in ds.schema.names else ds.schema.append(pa.field(col, pa.int64()))
+            schema = (
+                ds.schema if col in ds.schema.names else ds.schema.append(pa.field(col, pa.int64()))
+            )
             rows = [{**r, col: i} for i, r in enumerate(step[2])]
             ds = ds.append(pa.Table.from_pylist(rows, schema=schema), merge_schema=True)
             kind = "append"
@@ -281,10 +290,8 @@ def test_a_failed_store_call_leaves_the_old_or_the_new_version(name: str, after:
         old = prepare(inner)
         old_rows, old_schema = rows_of(old.read()), old.schema
         faulty = FaultyStore(inner, fail_on=fail_on, after=after)
-        try:
+        with contextlib.suppress(ParquetryError):
             operation(Dataset.open(faulty, "f"))
-        except ParquetryError:
-            pass
         Dataset.repair(inner, "f")
         now = Dataset.open(inner, "f")
         got = (rows_of(now.read()), now.schema.names)
@@ -327,7 +334,9 @@ def test_hostile_partition_values_round_trip_and_replace() -> None:
 
 def test_hostile_schemas_are_refused_before_anything_is_written() -> None:
     store = MemoryStore()
-    ds = Dataset.create(store, "hs", pa.table({"p": ["a"], "x": [1], "s": ["t"]}), partition_on=["p"])
+    ds = Dataset.create(
+        store, "hs", pa.table({"p": ["a"], "x": [1], "s": ["t"]}), partition_on=["p"]
+    )
     before = keys_of(store, "hs")
     # Not a widening: the column is named, nothing written.
     for data, column in [
@@ -357,7 +366,9 @@ def test_hostile_schemas_are_refused_before_anything_is_written() -> None:
     assert keys_of(store, "hs2") == []
     # overwrite_schema needs overwrite mode.
     with pytest.raises(InvalidArgument, match="overwrite"):
-        Dataset.commit_files(store, "hs", [], schema=pa.schema([("z", pa.int8())]), overwrite_schema=True)
+        Dataset.commit_files(
+            store, "hs", [], schema=pa.schema([("z", pa.int8())]), overwrite_schema=True
+        )
     assert keys_of(store, "hs") == before
     # A predicate on a column the version does not have (here: only a newer one has it).
     old = Dataset.open(store, "hs")
@@ -399,11 +410,15 @@ def test_hostile_restore_versions_and_parameters() -> None:
         parameters={"huge": huge, "n": 2**70, "f": float("nan"), "o": object(), "u": "é☃"},
     )
     params = Dataset.open(store, "hr").history()[0].parameters
-    assert params["huge"] == huge and params["n"] == str(2**70) and params["u"] == "é☃"
-    assert params["f"] == "NaN" and params["o"].startswith("\"<object")
+    assert params["huge"] == huge
+    assert params["n"] == str(2**70)
+    assert params["u"] == "é☃"
+    assert params["f"] == "NaN"
+    assert params["o"].startswith('"<object')
     ds = ds.restore(0, parameters={"why": ["x", 1]})
     entry = ds.history()[0]
-    assert entry.operation == "restore" and entry.parameters == {"version": "0", "why": '["x", 1]'}
+    assert entry.operation == "restore"
+    assert entry.parameters == {"version": "0", "why": '["x", 1]'}
     assert rows_of(ds.read()) == [("a", 1)]
 
 
@@ -418,7 +433,7 @@ def _together(*jobs: Any) -> list[BaseException | None]:
         barrier.wait()
         try:
             jobs[i]()
-        except BaseException as exc:  # noqa: BLE001 - reported to the test
+        except BaseException as exc:
             out[i] = exc
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
@@ -443,10 +458,16 @@ def test_stale_replace_where_keeps_a_concurrent_merge_schema() -> None:
     assert rows_of(got) == [("a", 10, None), ("b", 2, None), ("c", 3, 7)]
     # A concurrent change of a column's type the replace's files cannot take: a conflict.
     store = MemoryStore()
-    Dataset.create(store, "st", pa.table({"p": ["a"], "x": pa.array([1], pa.int32())}), partition_on=["p"])
+    Dataset.create(
+        store, "st", pa.table({"p": ["a"], "x": pa.array([1], pa.int32())}), partition_on=["p"]
+    )
     stale = Dataset.open(store, "st")
-    Dataset.open(store, "st").append(pa.table({"p": ["c"], "x": pa.array([3], pa.int64())}), merge_schema=True)
-    after = stale.replace_where([[("p", "==", "a")]], pa.table({"p": ["a"], "x": pa.array([5], pa.int32())}))
+    Dataset.open(store, "st").append(
+        pa.table({"p": ["c"], "x": pa.array([3], pa.int64())}), merge_schema=True
+    )
+    after = stale.replace_where(
+        [[("p", "==", "a")]], pa.table({"p": ["a"], "x": pa.array([5], pa.int32())})
+    )
     assert after.schema.field("x").type == pa.int64()
     assert rows_of(Dataset.open(store, "st").read()) == [("a", 5), ("c", 3)]
 
@@ -456,10 +477,10 @@ def test_concurrent_merge_schema_appends_keep_both_columns() -> None:
         store = MemoryStore()
         Dataset.create(store, "m", pa.table({"p": ["a"], "x": [0]}), partition_on=["p"])
         errors = _together(
-            lambda: Dataset.open(store, "m").append(
+            lambda store=store: Dataset.open(store, "m").append(
                 pa.table({"p": ["b"], "x": [1], "left": ["l"]}), merge_schema=True
             ),
-            lambda: Dataset.open(store, "m").append(
+            lambda store=store: Dataset.open(store, "m").append(
                 pa.table({"p": ["c"], "x": [2], "right": [2.5]}), merge_schema=True
             ),
         )
@@ -467,8 +488,11 @@ def test_concurrent_merge_schema_appends_keep_both_columns() -> None:
         ds = Dataset.open(store, "m")
         assert sorted(ds.schema.names) == ["left", "p", "right", "x"]
         got = {r["x"]: r for r in ds.read().to_pylist()}
-        assert got[1]["left"] == "l" and got[1]["right"] is None
-        assert got[2]["right"] == 2.5 and got[2]["left"] is None and got[0]["left"] is None
+        assert got[1]["left"] == "l"
+        assert got[1]["right"] is None
+        assert got[2]["right"] == 2.5
+        assert got[2]["left"] is None
+        assert got[0]["left"] is None
         key = common_metadata_key("m")
         assert sorted(read_common_metadata(store.get(key), key).names) == sorted(ds.schema.names)
 
@@ -482,17 +506,22 @@ def test_replace_where_racing_an_append_never_loses_the_append() -> None:
         # Odd rounds: the append goes to a partition the replace selects.
         target = "a" if round_ % 2 else "z"
         errors = _together(
-            lambda: Dataset.open(store, "r").replace_where(
+            lambda store=store: Dataset.open(store, "r").replace_where(
                 [[("p", "==", "a")], [("x", "==", 3)]], pa.table({"p": ["a"], "x": [10]})
             ),
-            lambda: Dataset.open(store, "r").append(pa.table({"p": [target, "y"], "x": [20, 21]})),
+            lambda store=store, target=target: Dataset.open(store, "r").append(
+                pa.table({"p": [target, "y"], "x": [20, 21]})
+            ),
         )
         assert errors[1] is None, errors
         assert errors[0] is None or isinstance(errors[0], CommitConflict), errors
         xs = sorted(Dataset.open(store, "r").read().column("x").to_pylist())
-        assert 21 in xs and 2 in xs
+        assert 21 in xs
+        assert 2 in xs
         if errors[0] is None:
-            assert 10 in xs and 1 not in xs and 3 not in xs
+            assert 10 in xs
+            assert 1 not in xs
+            assert 3 not in xs
             # Replaced before the append committed, or the append was elsewhere: kept.
             assert 20 in xs
         else:
