@@ -539,3 +539,27 @@ def test_replace_where_racing_an_append_never_loses_the_append() -> None:
     Dataset.open(store, "r").append(pa.table({"p": ["z"], "x": [40]}))
     stale.replace_where([[("p", "==", "a")]], pa.table({"p": ["a"], "x": [10]}))
     assert sorted(Dataset.open(store, "r").read().column("x").to_pylist()) == [2, 10, 30, 40]
+
+
+def test_vacuum_refuses_unusable_retentions_and_restore_of_vacuumed_versions() -> None:
+    """Regression: NaN, infinite or non-numeric retentions raised raw ValueError or
+    OverflowError from vacuum and garbage_collect."""
+    store = MemoryStore()
+    ds = Dataset.create(store, "v", pa.table({"p": ["a", None], "x": [1, 2]}), partition_on=["p"])
+    ds = ds.replace_where([[("p", "is null", None)]], pa.table({"p": [None], "x": [3]}))
+    before = keys_of(store, "v")
+    for bad in [float("nan"), float("inf"), "x", None, 1e300, -5]:
+        with pytest.raises(InvalidArgument, match="retention"):
+            ds.vacuum(bad, force=True)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument, match="retention"):
+            ds.garbage_collect(retention=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="force=True"):
+        ds.vacuum(0)
+    assert keys_of(store, "v") == before
+    ds.vacuum(0, force=True)
+    with pytest.raises(DatasetNotFound, match="version 0"):
+        ds.restore(0)
+    with pytest.raises(DatasetNotFound, match="version 0"):
+        Dataset.open(store, "v", version=0)
+    assert rows_of(Dataset.open(store, "v").read()) == [(None, 3), ("a", 1)]
+    assert [h.operation for h in Dataset.open(store, "v").history()] == ["replace"]
