@@ -568,3 +568,44 @@ def test_vacuum_refuses_unusable_retentions_and_restore_of_vacuumed_versions() -
         Dataset.open(store, "v", version=0)
     assert rows_of(Dataset.open(store, "v").read()) == [(None, 3), ("a", 1)]
     assert [h.operation for h in Dataset.open(store, "v").history()] == ["replace"]
+
+
+def _common_names(store: Store, uuid: str) -> list[str]:
+    key = common_metadata_key(uuid)
+    return sorted(read_common_metadata(store.get(key), key).names)
+
+
+def test_a_conflicting_restore_keeps_a_concurrent_evolution_in_common_metadata() -> None:
+    """Regression: a restore that lost to a concurrent merge_schema commit put its own
+    base's schema back into _common_metadata, hiding the other writer's new column from
+    kartothek until a repair."""
+    store = MemoryStore()
+    Dataset.create(store, "cr", pa.table({"p": ["a"], "x": [1]}), partition_on=["p"])
+    Dataset.open(store, "cr").append(pa.table({"p": ["b"], "x": [2], "y": [1]}), merge_schema=True)
+    stale = Dataset.open(store, "cr")
+    Dataset.open(store, "cr").append(pa.table({"p": ["c"], "x": [3], "z": [1]}), merge_schema=True)
+    with pytest.raises(CommitConflict):
+        stale.restore(0)
+    assert _common_names(store, "cr") == ["p", "x", "y", "z"]
+    # Raced for real: whichever wins, _common_metadata ends at the newest version's schema.
+    for round_ in range(6):
+        store = MemoryStore()
+        Dataset.create(store, "cr", pa.table({"p": ["a"], "x": [1]}), partition_on=["p"])
+        Dataset.open(store, "cr").append(
+            pa.table({"p": ["b"], "x": [2], "y": [1]}), merge_schema=True
+        )
+        errors = _together(
+            lambda store=store: Dataset.open(store, "cr").restore(0),
+            lambda store=store: Dataset.open(store, "cr").append(
+                pa.table({"p": ["c"], "x": [3], "z": [1]}), merge_schema=True
+            ),
+        )
+        assert errors[1] is None, errors
+        assert errors[0] is None or isinstance(errors[0], CommitConflict), errors
+        newest = Dataset.open(store, "cr")
+        xs = sorted(newest.read().column("x").to_pylist())
+        # The restore ran last (it opened after the append committed), or the append did.
+        last = newest.history()[0].operation
+        assert xs == ([1] if last == "restore" else [*xs[:-1], 3]), (round_, xs, last)
+        assert 3 in xs or last == "restore"
+        assert _common_names(store, "cr") == sorted(newest.schema.names), round_

@@ -99,6 +99,13 @@ def _version_info(
     )
 
 
+def _schema_of_newest(store: Store, doc: DatasetDocument) -> None:
+    from parquetry.dataset.transact import follow_schema
+    from parquetry.dataset.versions import load_latest
+
+    follow_schema(store, load_latest(store, doc.uuid).doc)
+
+
 def _put_schema(store: Store, doc: DatasetDocument) -> None:
     assert doc.schema is not None
     put_common_metadata(
@@ -162,8 +169,11 @@ def restore_version(
         )
     except Exception:
         if schema_changes:
-            with contextlib.suppress(ParquetryError):  # best effort: kartothek sees the old one
-                _put_schema(store, doc)
+            # Best effort (repair finishes it): kartothek must see the newest version's
+            # schema again, which is not this restore's base's when a concurrent commit
+            # evolved it; putting the base's back would hide that evolution.
+            with contextlib.suppress(ParquetryError):
+                _schema_of_newest(store, doc)
         raise
     assert committed.version is not None
     return LoadedState(

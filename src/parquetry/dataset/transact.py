@@ -32,6 +32,7 @@ __all__ = [
     "commit_described_files",
     "create_dataset",
     "dataset_exists",
+    "follow_schema",
     "string_parameters",
 ]
 
@@ -182,7 +183,7 @@ def commit_change(
     if committed.schema is not None and (
         not committed.schema.equals(doc.schema) or committed.partition_keys != doc.partition_keys
     ):
-        _follow_schema(store, committed)
+        follow_schema(store, committed)
     return LoadedState(
         doc=committed,
         number=committed.version.number,
@@ -192,7 +193,7 @@ def commit_change(
     )
 
 
-def _follow_schema(store: Store, committed: DatasetDocument) -> None:
+def follow_schema(store: Store, committed: DatasetDocument) -> None:
     """Rewrite ``_common_metadata`` (kartothek's schema) for the newest committed version.
 
     Written after the commit point, as the pointer is: a writer that evolved the schema
