@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parquetry.dataset import Dataset
+from parquetry.dataset import Dataset, write_files
 from parquetry.dataset.naming import common_metadata_key
 from parquetry.dataset.schema import read_common_metadata
 from parquetry.errors import (
@@ -258,6 +258,20 @@ def _evolved(store: Store) -> Dataset:
     )
 
 
+def _overwrite_schema(ds: Dataset) -> Dataset:
+    data = pa.table({"k": ["u", None], "v": [1.5, 2.5]})
+    files = write_files(ds.store, ds.uuid, data, partition_on=["k"])
+    return Dataset.commit_files(
+        ds.store,
+        ds.uuid,
+        files,
+        mode="overwrite",
+        schema=data.schema,
+        partition_on=["k"],
+        overwrite_schema=True,
+    )
+
+
 # name -> (the dataset before, the operation under attack: one commit)
 OPERATIONS = {
     "merge_append": (
@@ -276,6 +290,16 @@ OPERATIONS = {
     ),
     # Back to a schema without y: _common_metadata must follow.
     "restore_before_merge": (_evolved, lambda ds: ds.restore(0)),
+    "update_merge": (
+        _base,
+        lambda ds: ds.update(
+            pa.table({"p": ["b"], "q": ["n"], "x": [7], "w": [True]}),
+            delete_scope=[{"p": "b"}],
+            merge_schema=True,
+        ),
+    ),
+    # A new schema and partitioning (files written first, as the Spark source does).
+    "overwrite_schema": (_evolved, _overwrite_schema),
 }
 
 
