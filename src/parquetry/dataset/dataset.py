@@ -17,7 +17,7 @@ from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.create import Batches
 from parquetry.dataset.encrypted import write_options_for
 from parquetry.dataset.evolve import resolve_write_schema
-from parquetry.dataset.gc import GCReport, garbage_collect
+from parquetry.dataset.gc import GCReport, as_retention, garbage_collect
 from parquetry.dataset.history import DatasetDetail, HistoryEntry, dataset_detail, read_history
 from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.metadata import VersionInfo
@@ -396,8 +396,7 @@ class Dataset(VersionReader):
         default (7 days) is refused unless ``force=True``, since readers and writers still
         using versions that old would lose their files (Delta's
         ``retentionDurationCheck``)."""
-        if not isinstance(retention, dt.timedelta):
-            retention = dt.timedelta(seconds=float(retention))
+        retention = as_retention(retention)
         if retention < DEFAULT_RETENTION and not force:
             raise InvalidArgument(
                 f"vacuum of dataset {self.uuid!r} with retention {retention} is shorter than "

@@ -256,6 +256,14 @@ def resolve_write_schema(
         SchemaMismatch: the data differs in a way the rules above refuse; the message names
             every differing column with both types and says how to proceed.
     """
+    twice = sorted({n for n in data.names if data.names.count(n) > 1})
+    if twice:
+        # Which of two same-named columns would be the dataset's? Neither: refuse.
+        raise SchemaMismatch(
+            f"A schema mismatch detected when writing to dataset '{name}': column "
+            f"{twice[0]!r} appears more than once in the data"
+            + (f" (also {twice[1:]})" if len(twice) > 1 else "")
+        )
     diffs = compare(dataset, data)
     blocking = _blocking(diffs, merge)
     # Partition values live in paths: a partition column must be in the data.

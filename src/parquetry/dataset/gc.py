@@ -44,7 +44,7 @@ from parquetry.dataset.versions import decode_version, read_pointer, tombstone_b
 from parquetry.errors import InvalidArgument, MetadataCorrupted, NotFound
 from parquetry.store import Store
 
-__all__ = ["GCReport", "garbage_collect", "referenced_keys"]
+__all__ = ["GCReport", "as_retention", "garbage_collect", "referenced_keys"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +105,25 @@ def _pointer_keys(store: Store, uuid: str) -> tuple[set[str], bool]:
     return referenced_keys(pointer), pointer.version is None
 
 
+def as_retention(retention: object) -> dt.timedelta:
+    """``retention`` (a timedelta or seconds) as a timedelta.
+
+    Raises:
+        InvalidArgument: not a number of seconds a timedelta holds (NaN, infinite, a
+            string), or negative.
+    """
+    if not isinstance(retention, dt.timedelta):
+        try:
+            retention = dt.timedelta(seconds=float(retention))  # type: ignore[arg-type]
+        except (TypeError, ValueError, OverflowError):
+            raise InvalidArgument(
+                f"retention must be a timedelta or a finite number of seconds, got {retention!r}"
+            ) from None
+    if retention < dt.timedelta(0):
+        raise InvalidArgument(f"retention must not be negative, got {retention}")
+    return retention
+
+
 def garbage_collect(
     store: Store,
     uuid: str,
@@ -118,10 +137,7 @@ def garbage_collect(
     ``sweep``: None = list the whole dataset only where files may lack intents (legacy
     versions, a foreign pointer); True/False force it on/off.
     """
-    if not isinstance(retention, dt.timedelta):
-        retention = dt.timedelta(seconds=float(retention))
-    if retention < dt.timedelta(0):
-        raise InvalidArgument(f"retention must not be negative, got {retention}")
+    retention = as_retention(retention)
     now = now or dt.datetime.now(dt.UTC)
     cutoff = now - retention
     live_intent_keys, reaped = _intent_keys(store, uuid, now, retention)

@@ -161,6 +161,34 @@ def plan_replace(ds: Dataset, dnf: DNF) -> ReplacePlan:
     )
 
 
+def _schema_after(base: DatasetDocument, schema: pa.Schema) -> pa.Schema:
+    """The schema of the replace's version on ``base``: ``base``'s own when a concurrent
+    commit evolved it to one the replace's files (written in ``schema``) fit; committing
+    ``schema`` there would drop the other writer's columns while its files still hold them.
+
+    Raises:
+        CommitConflict: the concurrent schema change does not take the replace's files.
+    """
+    assert base.schema is not None
+    if base.schema.equals(schema):
+        return schema
+    from parquetry.dataset.evolve import resolve_write_schema
+    from parquetry.errors import SchemaMismatch
+
+    try:
+        out = resolve_write_schema(
+            base.uuid, base.schema, schema, merge=True, partition_on=base.partition_keys
+        )
+    except SchemaMismatch as exc:
+        raise CommitConflict(f"a concurrent commit changed the schema: {exc}") from None
+    if not out.equals(base.schema):
+        raise CommitConflict(
+            f"dataset {base.uuid!r}: a concurrent commit changed the schema to one this "
+            "replace's files do not fit; nothing is committed"
+        )
+    return base.schema
+
+
 def commit_replace(
     ds: Dataset,
     predicates: Any,
@@ -203,6 +231,7 @@ def commit_replace(
 
         def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
             assert base is not None
+            target = _schema_after(base, schema)
             if base is not doc and _candidates(base, schema, dnf) != planned.candidates:
                 raise CommitConflict(
                     f"dataset {doc.uuid!r}: a concurrent commit changed the files that may "
@@ -221,7 +250,7 @@ def commit_replace(
                 parent=number - 1,
                 committed_at=now_iso(),
                 operation=operation,
-                schema=schema,
+                schema=target,
                 add=added,
                 remove=set(planned.remove),
                 metadata=metadata,

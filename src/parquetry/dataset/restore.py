@@ -99,6 +99,13 @@ def _version_info(
     )
 
 
+def _schema_of_newest(store: Store, doc: DatasetDocument) -> None:
+    from parquetry.dataset.transact import follow_schema
+    from parquetry.dataset.versions import load_latest
+
+    follow_schema(store, load_latest(store, doc.uuid).doc)
+
+
 def _put_schema(store: Store, doc: DatasetDocument) -> None:
     assert doc.schema is not None
     put_common_metadata(
@@ -120,6 +127,8 @@ def restore_version(
     ``base``. Nothing is committed then.
     """
     doc = base.doc
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidArgument(f"version must be an integer, got {version!r}")
     if version < 0:
         raise InvalidArgument(f"version must be >= 0, got {version}")
     target = load_version(store, doc.uuid, version)
@@ -160,7 +169,10 @@ def restore_version(
         )
     except Exception:
         if schema_changes:
-            with contextlib.suppress(ParquetryError):  # best effort: kartothek sees the old one
-                _put_schema(store, doc)
+            # Best effort (repair finishes it): kartothek must see the newest version's
+            # schema again, which is not this restore's base's when a concurrent commit
+            # evolved it; putting the base's back would hide that evolution.
+            with contextlib.suppress(ParquetryError):
+                _schema_of_newest(store, doc)
         raise
     return LoadedState.committed(committed, fmt)

@@ -32,6 +32,7 @@ __all__ = [
     "commit_described_files",
     "create_dataset",
     "dataset_exists",
+    "follow_schema",
     "string_parameters",
 ]
 
@@ -54,7 +55,8 @@ def string_parameters(parameters: Mapping[str, Any] | None) -> dict[str, str]:
             continue
         try:
             out[key] = json.dumps(value, sort_keys=True, default=str)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
+            # RecursionError: a value nested too deeply (or referring to itself) for JSON.
             raise InvalidArgument(f"parameter {key!r} cannot be recorded: {exc}") from None
     return out
 
@@ -87,6 +89,8 @@ def create_dataset(
         )
     in_schema, batches = iter_input(data)
     schema = storage_schema(in_schema)
+    # The same duplicate-column check as every later write (nothing else differs here).
+    resolve_write_schema(uuid, schema, schema)
     files = write_files(
         store,
         uuid,
@@ -178,11 +182,11 @@ def commit_change(
     if committed.schema is not None and (
         not committed.schema.equals(doc.schema) or committed.partition_keys != doc.partition_keys
     ):
-        _follow_schema(store, committed)
+        follow_schema(store, committed)
     return LoadedState.committed(committed, fmt)
 
 
-def _follow_schema(store: Store, committed: DatasetDocument) -> None:
+def follow_schema(store: Store, committed: DatasetDocument) -> None:
     """Rewrite ``_common_metadata`` (kartothek's schema) for the newest committed version.
 
     Written after the commit point, as the pointer is: a writer that evolved the schema
