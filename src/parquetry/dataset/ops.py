@@ -25,7 +25,13 @@ from parquetry.errors import CommitConflict, InvalidArgument, PredicateError
 from parquetry.parquet.files import read_table
 from parquetry.store import Store
 
-__all__ = ["apply_change", "change_maker", "labels_in_scope", "partition_values_of"]
+__all__ = [
+    "apply_change",
+    "change_maker",
+    "fit_concurrent_schema",
+    "labels_in_scope",
+    "partition_values_of",
+]
 
 
 def partition_values_of(
@@ -195,6 +201,33 @@ def _select(
     return loaded[lit.column].lookup(lit)
 
 
+def fit_concurrent_schema(
+    base: DatasetDocument, written: pa.Schema, *, merge: bool, what: str
+) -> pa.Schema:
+    """The schema a commit of files ``written`` in that schema gets on ``base``, whose schema
+    another writer changed meanwhile: the merge of both (``merge``), else ``base``'s own.
+
+    Raises:
+        CommitConflict: the files do not fit ``base``'s schema (nor, with ``merge``, a merge).
+    """
+    from parquetry.dataset.evolve import resolve_write_schema
+    from parquetry.errors import SchemaMismatch
+
+    assert base.schema is not None
+    try:
+        out = resolve_write_schema(
+            base.uuid, base.schema, written, merge=True, partition_on=base.partition_keys
+        )
+    except SchemaMismatch as exc:
+        raise CommitConflict(f"a concurrent commit changed the schema: {exc}") from None
+    if not merge and not out.equals(base.schema):
+        raise CommitConflict(
+            f"dataset {base.uuid!r}: a concurrent commit changed the schema to one this "
+            f"{what}'s files do not fit; nothing is committed"
+        )
+    return out
+
+
 def change_maker(
     store: Store,
     schema: pa.Schema,
@@ -230,22 +263,7 @@ def change_maker(
         written = written_schema if written_schema is not None else schema
         if base.schema.equals(schema):
             return written
-        # Another writer changed the schema meanwhile: the files must fit it as well.
-        from parquetry.dataset.evolve import resolve_write_schema
-        from parquetry.errors import SchemaMismatch
-
-        try:
-            out = resolve_write_schema(
-                base.uuid, base.schema, written, merge=True, partition_on=base.partition_keys
-            )
-        except SchemaMismatch as exc:
-            raise CommitConflict(f"a concurrent commit changed the schema: {exc}") from None
-        if not merge_schema and not out.equals(base.schema):
-            raise CommitConflict(
-                f"dataset {base.uuid!r}: a concurrent commit changed the schema to one this "
-                "write's files do not fit; nothing is committed"
-            )
-        return out
+        return fit_concurrent_schema(base, written, merge=merge_schema, what="write")
 
     def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
         assert base is not None

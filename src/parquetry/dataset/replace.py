@@ -25,7 +25,7 @@ import pyarrow.dataset as pads
 from parquetry.dataset.commit import MAX_RETRIES, commit, now_iso
 from parquetry.dataset.intents import abandon_files, claim_for_commit
 from parquetry.dataset.metadata import DatasetDocument
-from parquetry.dataset.ops import apply_change, partition_values_of
+from parquetry.dataset.ops import apply_change, fit_concurrent_schema, partition_values_of
 from parquetry.dataset.plan import make_plan
 from parquetry.dataset.predicates import DNF, to_expression, validate_predicates
 from parquetry.dataset.schema import cast_to_schema
@@ -172,21 +172,7 @@ def _schema_after(base: DatasetDocument, schema: pa.Schema) -> pa.Schema:
     assert base.schema is not None
     if base.schema.equals(schema):
         return schema
-    from parquetry.dataset.evolve import resolve_write_schema
-    from parquetry.errors import SchemaMismatch
-
-    try:
-        out = resolve_write_schema(
-            base.uuid, base.schema, schema, merge=True, partition_on=base.partition_keys
-        )
-    except SchemaMismatch as exc:
-        raise CommitConflict(f"a concurrent commit changed the schema: {exc}") from None
-    if not out.equals(base.schema):
-        raise CommitConflict(
-            f"dataset {base.uuid!r}: a concurrent commit changed the schema to one this "
-            "replace's files do not fit; nothing is committed"
-        )
-    return base.schema
+    return fit_concurrent_schema(base, schema, merge=False, what="replace")
 
 
 def commit_replace(
