@@ -132,7 +132,7 @@ def kind_of(key: str, uuid: str) -> str:
         ("/_head", "head"),
         ("/_checkpoints/", "checkpoint"),
         ("/_segments/", "segment"),
-        ("/_indices/", "index"),
+        ("/_indices/", "index-piece"),
         ("/indices/", "index"),
         ("/_intents/", "intent"),
         ("/_versions/", "entry"),
@@ -153,7 +153,8 @@ class Built:
     write_s: float
     commit_s: float
     checkpoint_s: float | None
-    labels: list[str] = field(repr=False)
+    #: (label, size, stats) of every file, in file order (for the Delta log).
+    infos: list[tuple[str, int, dict[str, Any]]] = field(repr=False)
 
 
 class FileTemplate:
@@ -282,8 +283,8 @@ def build(root: Path, partitions: int, fpp: int, workers: int = 4) -> tuple[Data
     if callable(checkpoint):
         checkpoint()
         checkpoint_s = time.perf_counter() - t2
-    labels = [d.label for d in described]
-    return ds, Built(partitions, files, total, t1 - t0, t2 - t1, checkpoint_s, labels)
+    infos = [(d.label, d.size, d.stats) for d in described]
+    return ds, Built(partitions, files, total, t1 - t0, t2 - t1, checkpoint_s, infos)
 
 
 # --- parquetry measurements ------------------------------------------------------------
@@ -501,7 +502,7 @@ def delta_big(
     log.mkdir(parents=True, exist_ok=True)
     ts = int(time.time() * 1000)
     t0 = time.perf_counter()
-    infos = files_of(root, built)
+    infos = built.infos
     per_commit = 100_000
     for n, s in enumerate(range(0, len(infos), per_commit)):
         lines = [json.dumps(a) for a in head] if n == 0 else [_commit_info(ts, per_commit)]
@@ -552,16 +553,6 @@ def delta_big(
 
 def _p(label: str) -> int:
     return int(label.split("/", 1)[0].split("=", 1)[1])
-
-
-def files_of(root: Path, built: Built) -> list[tuple[str, int, dict[str, Any]]]:
-    """(label, size, stats) of the built table's files, from parquetry's own metadata."""
-    ds = Dataset.open(LocalStore(root), UUID, version=0)
-    out = []
-    for label in built.labels:
-        info = ds.document.files[label]
-        out.append((label, info.size, info.stats))
-    return out
 
 
 @dataclass
@@ -633,7 +624,7 @@ def run_size(
         flush=True,
     )
     _, built = build(pq_root, partitions, fpp)
-    out["build"] = {k: v for k, v in built.__dict__.items() if k != "labels"}
+    out["build"] = {k: v for k, v in built.__dict__.items() if k != "infos"}
     print(
         f"build: {built.files:,} files, {built.index_values:,} index values: write "
         f"{built.write_s:.1f} s, commit_files {built.commit_s:.1f} s"
@@ -673,7 +664,7 @@ def run_size(
             built,
             args.delta_appends,
             args.budget,
-            (lookups[1], _p(built.labels[rows[1] // ROWS_PER_FILE])),
+            (lookups[1], _p(built.infos[rows[1] // ROWS_PER_FILE][0])),
         )
         out["delta"] = d.__dict__
         print(
