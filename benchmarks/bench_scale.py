@@ -68,9 +68,13 @@ FILE_SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 # Tiny files: no compression, no dictionary, no stored Arrow schema (what pyarrow spends
 # most of its per-file time on); the benchmark is about metadata, not data encoding.
 FILE_OPTS: dict[str, Any] = {"compression": "none", "use_dictionary": False, "store_schema": False}
-# k values: a permutation of range(M) (multiplier coprime with 10), so each file's 10 values
-# are spread over the whole range: min/max statistics cannot prune, only the index can.
-K_MULT = 6_700_417
+# k values: a seeded random permutation of range(M), so each file's 10 values are spread
+# over the whole range (min/max statistics cannot prune, only the index can) and neighbouring
+# values belong to unrelated files, as with real ids. (A multiplicative permutation kept a
+# file's values close together at some sizes, which made the index file compress 3-4x
+# better than real data would.)
+K_SEED = 13
+_PERMUTATIONS: dict[int, np.ndarray] = {}
 
 SIZES = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
 MIN_SAMPLES = 3  # a loop stops at its time budget only after this many samples
@@ -87,9 +91,16 @@ T_MANY_OPEN_S = 0.100
 # --- helpers -------------------------------------------------------------------------------
 
 
+def permutation(total: int) -> np.ndarray:
+    """k of every row: the same for a given ``total`` in every run."""
+    if total not in _PERMUTATIONS:
+        _PERMUTATIONS.clear()  # one size at a time (80 MB at 10M values)
+        _PERMUTATIONS[total] = np.random.default_rng(K_SEED).permutation(total).astype(np.int64)
+    return _PERMUTATIONS[total]
+
+
 def k_values(first_row: int, n: int, total: int) -> np.ndarray:
-    rows = np.arange(first_row, first_row + n, dtype=np.int64)
-    return (rows * K_MULT) % total
+    return permutation(total)[first_row : first_row + n]
 
 
 def median(xs: Sequence[float]) -> float:
@@ -257,6 +268,7 @@ def build(root: Path, partitions: int, fpp: int, workers: int = 4) -> tuple[Data
     chunks = [(s, min(FILES_PER_INTENT, files - s)) for s in range(0, files, FILES_PER_INTENT)]
     described: list[FileDescription] = []
     template = FileTemplate()
+    permutation(total)  # made once, before the threads share it
     with cf.ThreadPoolExecutor(workers) as pool:
         for part in pool.map(
             lambda c: _write_chunk(store, root, template, c[0], c[1], fpp, total), chunks
@@ -633,9 +645,9 @@ def run_size(
         flush=True,
     )
     total = built.index_values
-    # Lookup values and the row (v) each must find: row r has k = r * K_MULT % total.
+    # Lookup values and the row (v) each must find: row r has k = permutation[r].
     rows = [7, total // 3, total - 5, total // 2 + 1, 12345 % total]
-    lookups = [int(r * K_MULT % total) for r in rows]
+    lookups = [int(permutation(total)[r]) for r in rows]
     check_lookup(pq_root, UUID, lookups[0], rows[0])
     repeats = 5 if built.files < 500_000 else 3  # a format-1 open of 1M files takes seconds
     o0 = measure_open_plan(pq_root, UUID, lookups, repeats)
