@@ -96,6 +96,7 @@ def run(spec: tuple[Any, ...], writers: int, appends: int) -> dict[str, Any]:
     intended = {-1} | {r[0] * 1000 + i for r in results for i in range(appends)}
     # A failed append is legitimately missing; anything else missing is lost work.
     lost = len(intended - set(rows)) - len(failures)
+    missing = sorted(intended - set(rows))
     wall = max(ends) - min(starts)
     return {
         "commits": acknowledged,
@@ -108,6 +109,9 @@ def run(spec: tuple[Any, ...], writers: int, appends: int) -> dict[str, Any]:
         "failure_example": failures[0] if failures else "",
         "lost": max(lost, 0),
         "versions": final.version,
+        # Diagnostics for a loss: the rows missing (writer * 1000 + append index) and
+        # whether a version is missing too (versions = acknowledged commits if none is).
+        "missing": missing[:20],
     }
 
 
@@ -174,6 +178,11 @@ def main() -> None:
         )
         if r["failure_example"]:
             print(f"  first failure: {r['failure_example']}")
+        if r["lost"] or r["versions"] != r["commits"]:
+            print(
+                f"  newest version {r['versions']} after {r['commits']} acknowledged appends "
+                f"on version 0; rows missing: {r['missing']}"
+            )
     print_targets(rows, args.writers)
 
 
