@@ -10,6 +10,10 @@ started here):
 - commit latency p50 / p99 / max: one ``open + append`` call, retries included;
 - failures (must be 0: losing races alone never fails an append) and lost rows (must be 0).
 
+Then the issue 13 targets per store with PASS/MISS: 16 writers >= 15 commits/s, p99
+latency < 2 s, 0 failures, 0 lost rows (the throughput and latency targets are the issue's
+for local disk; S3 on moto is measured against the same numbers and reported as such).
+
 Usage: ``.venv/bin/python benchmarks/bench_contention.py [--quick] [--writers N]
 [--appends K] [--only local|s3]``.
 """
@@ -27,6 +31,11 @@ from typing import Any
 import pyarrow as pa
 
 UUID = "contention"
+
+# Issue 13 targets (16 concurrent writers).
+TARGET_WRITERS = 16
+TARGET_COMMITS_PER_S = 15.0
+TARGET_P99_S = 2.0
 
 
 def _row(value: int) -> pa.Table:
@@ -87,6 +96,7 @@ def run(spec: tuple[Any, ...], writers: int, appends: int) -> dict[str, Any]:
     intended = {-1} | {r[0] * 1000 + i for r in results for i in range(appends)}
     # A failed append is legitimately missing; anything else missing is lost work.
     lost = len(intended - set(rows)) - len(failures)
+    missing = sorted(intended - set(rows))
     wall = max(ends) - min(starts)
     return {
         "commits": acknowledged,
@@ -99,7 +109,39 @@ def run(spec: tuple[Any, ...], writers: int, appends: int) -> dict[str, Any]:
         "failure_example": failures[0] if failures else "",
         "lost": max(lost, 0),
         "versions": final.version,
+        # Diagnostics for a loss: the rows missing (writer * 1000 + append index) and
+        # whether a version is missing too (versions = acknowledged commits if none is).
+        "missing": missing[:20],
     }
+
+
+def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    """(measurement, value, target, met) for one store's run."""
+    return [
+        (
+            "throughput",
+            f"{r['throughput']:.1f} commits/s",
+            f">= {TARGET_COMMITS_PER_S:g}",
+            r["throughput"] >= TARGET_COMMITS_PER_S,
+        ),
+        (
+            "commit latency p99",
+            f"{r['p99']:.2f} s",
+            f"< {TARGET_P99_S:g} s",
+            r["p99"] < TARGET_P99_S,
+        ),
+        ("failed appends", str(r["failures"]), "0", r["failures"] == 0),
+        ("lost rows", str(r["lost"]), "0", r["lost"] == 0),
+    ]
+
+
+def print_targets(rows: list[tuple[str, dict[str, Any]]], writers: int) -> None:
+    note = "" if writers == TARGET_WRITERS else f" (run with {writers} writers, not 16)"
+    print(f"\nissue 13 targets, {TARGET_WRITERS} writers{note}:")
+    print(f"  {'store':<12} {'measurement':<20} {'value':>16} {'target':>10}  result")
+    for name, r in rows:
+        for what, value, target, ok in targets(r):
+            print(f"  {name:<12} {what:<20} {value:>16} {target:>10}  {'PASS' if ok else 'MISS'}")
 
 
 def main() -> None:
@@ -136,6 +178,12 @@ def main() -> None:
         )
         if r["failure_example"]:
             print(f"  first failure: {r['failure_example']}")
+        if r["lost"] or r["versions"] != r["commits"]:
+            print(
+                f"  newest version {r['versions']} after {r['commits']} acknowledged appends "
+                f"on version 0; rows missing: {r['missing']}"
+            )
+    print_targets(rows, args.writers)
 
 
 if __name__ == "__main__":
