@@ -6,7 +6,10 @@ the spread (lowest-highest round). Within a round the two sides of a case run on
 other, the side going first alternating from round to round (so neither always gets the
 warmer caches). Besides wall time, each case reports the CPU seconds of Spark's process tree
 (the JVM plus its Python workers; Linux only): unlike wall time, CPU does not grow when other
-processes compete for the cores, so it separates "more work" from "a busier machine".
+processes compete for the cores, so it separates "more work" from "a busier machine". It is
+approximate: a worker that exits during a case takes its CPU along unless its parent reaps
+it (a low or even negative value), and a case that starts Python workers anew (Spark stops
+workers idle for about a minute, so rounds longer than that under load) counts their start.
 
 - write: ``format("parquetry")`` partitioned by category vs ``partitionBy("category").parquet``;
 - native hand-off (``read_dataset``, planning included) vs ``spark.read.parquet`` of the same
