@@ -13,12 +13,15 @@ planned with, which ``read`` applies and checks.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -194,11 +197,13 @@ class ParquetryReader(DataSourceReader):
         if self.options.layout == "snapshot":
             store = self.options.open_store()
             _trace(self.options.trace_reads, task.files)
-            for key in task.files:
+
+            def read_part(key: str) -> pa.Table:
                 with store.open(key) as handle:
                     # ParquetFile, not read_table: see parquetry.dataset.indices.
-                    table = pq.ParquetFile(handle).read(columns=columns)
-                yield from self._batches(table)
+                    return self._cast(pq.ParquetFile(handle).read(columns=columns))
+
+            yield from _batches(prefetched(read_part, task.files))
             return
         from parquetry.dataset.predicates import to_expression, validate_predicates
         from parquetry.dataset.read import read_planned_file
@@ -215,7 +220,8 @@ class ParquetryReader(DataSourceReader):
         row_filter = to_expression(dnf) if dnf else None
         filter_columns = sorted({lit.column for conj in dnf or () for lit in conj})
         _trace(self.options.trace_reads, task.files)
-        for planned in task.files:
+
+        def read_file(planned: Any) -> pa.Table:
             table = read_planned_file(
                 dataset.store,
                 dataset.schema,
@@ -224,12 +230,50 @@ class ParquetryReader(DataSourceReader):
                 row_filter=row_filter,
                 filter_columns=filter_columns,
             )
-            yield from self._batches(table)
+            return self._cast(table)
 
-    def _batches(self, table: pa.Table) -> Iterator[pa.RecordBatch]:
-        table = cast_to_spark(table, self.arrow_schema)
+        yield from _batches(prefetched(read_file, task.files))
+
+    def _cast(self, table: pa.Table) -> pa.Table:
+        return cast_to_spark(table, self.arrow_schema)
+
+
+def _batches(tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
+    for table in tables:
         if table.num_rows:
             yield from table.to_batches(max_chunksize=_BATCH_ROWS)
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def prefetched(fn: Callable[[_T], _R], items: Sequence[_T], ahead: int = 1) -> Iterator[_R]:
+    """``fn(item)`` for each item in order, computing up to ``ahead`` items in advance on one
+    background thread.
+
+    Spark consumes a task's batches on the JVM while the Python worker produces them; without
+    this, the worker decodes the next file only after the JVM took the previous one, so reading
+    and converting alternate instead of overlapping. pyarrow decodes without the GIL. If the
+    consumer stops early (``limit``), queued reads are cancelled.
+    """
+    if ahead <= 0 or len(items) <= 1:
+        for item in items:
+            yield fn(item)
+        return
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquetry-prefetch")
+    try:
+        pending: deque[Future[_R]] = deque()
+        rest = iter(items)
+        for item in itertools.islice(rest, ahead):
+            pending.append(pool.submit(fn, item))
+        while pending:
+            result = pending.popleft().result()
+            for item in itertools.islice(rest, 1):
+                pending.append(pool.submit(fn, item))
+            yield result
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _as_lists(
