@@ -8,12 +8,13 @@ since the last pointer write times ``CHECKPOINT_TAIL_BYTES`` reach the pointer's
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from parquetry.dataset.metadata import DatasetDocument, decode_document
 from parquetry.dataset.naming import metadata_key
-from parquetry.errors import MetadataCorrupted, NotFound, ParquetryError
+from parquetry.errors import MetadataCorrupted, NotFound, ParquetryError, PointerCorruptedWarning
 from parquetry.store import Store
 
 __all__ = ["POINTER_EVERY_COMMIT_BYTES", "foreign_pointer", "pointer_due", "pointer_mode"]
@@ -54,7 +55,17 @@ def foreign_pointer(
         if store.head(key).version == etag:
             return None, 1
         doc = decode_document(store.get(key), fmt, key=key)
-    except (NotFound, MetadataCorrupted):
+    except NotFound:
+        return None, 2
+    except MetadataCorrupted as exc:
+        warnings.warn(
+            PointerCorruptedWarning(
+                f"the metadata file {key} of dataset {uuid!r} is unreadable ({exc}); using "
+                "the newest readable version (the head and version entries; run repair to "
+                "rewrite the metadata file)"
+            ),
+            stacklevel=4,
+        )
         return None, 2
     except ParquetryError:
         return None, 1
