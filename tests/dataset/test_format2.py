@@ -256,3 +256,32 @@ def test_entry_of_records_the_change_not_the_state() -> None:
     assert entry_of(None, after.document)["replace_all"] is True
     assert store.exists(checkpoint_key("ds", 0)) is False
     assert str(uuid_module.UUID(int=0))  # keep imports honest
+
+
+def test_restore_extends_the_newest_lineage_not_the_restored_one() -> None:
+    """Regression: a restore's state came with the restored version's lineage, so the head
+    it wrote did not lead to its number (read as corrupted, with a warning)."""
+    import warnings
+
+    store = MemoryStore()
+    ds = _appends(3, store).restore(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reopened = Dataset.open(store, "ds")
+    assert (reopened.version, _rows(reopened)) == (4, [0, 1])
+    head = decode_head(store.get(head_key("ds")), "h")
+    assert head["number"] == 4
+    assert _rows(reopened.append(pa.table({"p": [0], "v": [7]}))) == [0, 1, 7]
+
+
+def test_a_plan_on_the_leading_partition_key_loads_only_its_segments() -> None:
+    inner, _ = _dataset_of(5000)
+    store = CountingStore(inner)
+    ds = Dataset.open(store, "ds")
+    opened = store.total
+    plan = ds.plan([[("p", "==", 4321)]])
+    assert [f.partition for f in plan.files] == [(("p", 4321),)]
+    segs = [k for _, k in store.log if "/_segments/" in k]
+    assert len(segs) == 1 and plan.requests == opened + 1
+    assert ds.read(predicates=[[("p", "==", 4321)]]).column("v").to_pylist() == [4321]
+    assert plan.summary()  # the pruned partitions are still counted (lazily)

@@ -187,6 +187,11 @@ def _commit_loop(
         doc = make(base, number + 1)
         if claim is not None:
             claim.ensure_live()
+        lineage = base.lineage if base is not None else None
+        if doc.lineage is not lineage:
+            # The new state extends its base's lineage, whatever ``make`` built it from (a
+            # restore returns an older version's state).
+            doc = doc.evolve(lineage=lineage)
         body = entry_of(base, doc)
         data = encode_entry(body)
         try:
