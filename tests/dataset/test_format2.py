@@ -10,9 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parquetry.dataset import Dataset
+from parquetry.dataset import Dataset, pointerhook
 from parquetry.dataset import head as head_module
-from parquetry.dataset import pointerhook
 from parquetry.dataset.checkpoint import (
     checkpoint_key,
     decode_root,
@@ -140,7 +139,9 @@ def test_a_commit_writes_an_entry_and_a_checkpoint_every_n_entries(
     head = decode_head(store.get(head_key("ds")), "h")
     assert (head["number"], head["checkpoint"], len(head["tail"])) == (9, 8, 1)
     entry = json.loads(store.get(version_key("ds", 9)))["parquetry_entry"]
-    assert [a[0] for a in entry["add"]] and entry["remove"] == [] and entry["set"] == {}
+    assert [a[0] for a in entry["add"]]
+    assert entry["remove"] == []
+    assert entry["set"] == {}
     for k in range(10):  # time travel: checkpoint + entries, or the creating entry + entries
         assert _rows(Dataset.open(store, "ds", version=k)) == list(range(k + 1))
     assert _rows(ds) == list(range(10))
@@ -186,7 +187,8 @@ def test_lookups_load_only_the_segments_holding_the_label() -> None:
     store.reset()
     doc = Dataset.open(store, "ds").document
     store.reset()
-    assert label in doc.partitions and doc.files[label].rows == 1
+    assert label in doc.partitions
+    assert doc.files[label].rows == 1
     segs = [k for kind, k in store.log if kind == "get" and "/_segments/" in k]
     assert len(segs) == 1
     store.reset()
@@ -251,7 +253,9 @@ def test_entry_of_records_the_change_not_the_state() -> None:
         pa.table({"p": [5], "v": [9]}), delete_scope=[{"p": 0}, {"p": 1}]
     )
     body = json.loads(store.get(version_key("ds", after.version)))["parquetry_entry"]
-    assert body["replace_all"] is True and body["remove"] == [] and len(body["add"]) == 1
+    assert body["replace_all"] is True
+    assert body["remove"] == []
+    assert len(body["add"]) == 1
     assert isinstance(Change(), Change)
     assert entry_of(None, after.document)["replace_all"] is True
     assert store.exists(checkpoint_key("ds", 0)) is False
@@ -264,7 +268,7 @@ def test_restore_extends_the_newest_lineage_not_the_restored_one() -> None:
     import warnings
 
     store = MemoryStore()
-    ds = _appends(3, store).restore(1)
+    _appends(3, store).restore(1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         reopened = Dataset.open(store, "ds")
@@ -282,6 +286,7 @@ def test_a_plan_on_the_leading_partition_key_loads_only_its_segments() -> None:
     plan = ds.plan([[("p", "==", 4321)]])
     assert [f.partition for f in plan.files] == [(("p", 4321),)]
     segs = [k for _, k in store.log if "/_segments/" in k]
-    assert len(segs) == 1 and plan.requests == opened + 1
+    assert len(segs) == 1
+    assert plan.requests == opened + 1
     assert ds.read(predicates=[[("p", "==", 4321)]]).column("v").to_pylist() == [4321]
     assert plan.summary()  # the pruned partitions are still counted (lazily)

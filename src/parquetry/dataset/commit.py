@@ -45,7 +45,6 @@ from parquetry.errors import (
     AlreadyExists,
     CommitConflict,
     DatasetDeleted,
-    NotFound,
     ParquetryError,
 )
 from parquetry.store import ObjectMeta, PutMode, Store

@@ -104,9 +104,8 @@ def decode_head(data: bytes, key: str) -> dict[str, Any]:
         for i, entry in enumerate(tail):
             if entry["version"]["number"] != first + i:
                 raise ValueError("tail entries out of order")
-        if c is None and (not tail or tail[0]["version"].get("parent") is not None):
-            if not tail or not tail[0].get("replace_all"):
-                raise ValueError("no checkpoint and no creating entry")
+        if c is None and (not tail or not tail[0].get("replace_all")):
+            raise ValueError("no checkpoint and no creating entry")
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise MetadataCorrupted(f"{key}: invalid head ({exc})", key=key) from None
     return body
