@@ -63,9 +63,9 @@ def foreign_pointer(
             except NotFound:
                 pass
         requests += 1
-        if key == metadata_key(uuid, str(last.get("format") or "json")):
-            if store.head(key).version == etag:
-                return None, requests
+        ours = key == metadata_key(uuid, str(last.get("format") or "json"))
+        if ours and store.head(key).version == etag:
+            return None, requests
         requests += 1
         doc = decode_document(store.get(key), fmt, key=key)
     except NotFound:
