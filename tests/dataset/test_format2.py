@@ -290,3 +290,17 @@ def test_a_plan_on_the_leading_partition_key_loads_only_its_segments() -> None:
     assert plan.requests == opened + 1
     assert ds.read(predicates=[[("p", "==", 4321)]]).column("v").to_pylist() == [4321]
     assert plan.summary()  # the pruned partitions are still counted (lazily)
+
+
+def test_checkpoint_state_writes_root_pointer_and_head() -> None:
+    from parquetry.dataset.commit import checkpoint_state
+
+    store = MemoryStore()
+    ds = _appends(2, store)
+    doc = checkpoint_state(store, "ds", ds.document, "json")
+    assert list_checkpoints(store, "ds") == [2]
+    head = decode_head(store.get(head_key("ds")), "h")
+    assert (head["checkpoint"], head["tail"], head["pointer"]["number"]) == (2, [], 2)
+    assert doc.lineage is not None
+    assert doc.lineage.checkpoint == 2
+    assert _rows(Dataset.open(store, "ds")) == [0, 1, 2]

@@ -53,6 +53,7 @@ __all__ = [
     "MAX_RETRIES",
     "MakeVersion",
     "check_incarnation",
+    "checkpoint_state",
     "commit",
     "committed_keys",
     "finish_commit",
@@ -316,3 +317,27 @@ def publish_pointer(
     except ParquetryError:
         return None
     return None
+
+
+def checkpoint_state(store: Store, uuid: str, doc: DatasetDocument, fmt: str) -> DatasetDocument:
+    """Checkpoint committed state ``doc`` now, rewrite the pointer and the head (what
+    ``Dataset.checkpoint()`` does: the pointer is always written). Returns ``doc`` with
+    its new lineage."""
+    assert doc.version is not None
+    number = doc.version.number
+    root = write_checkpoint(store, doc)
+    pointer: dict[str, Any] = dict(doc.lineage.pointer) if doc.lineage is not None else {}
+    written = publish_pointer(store, uuid, doc, None, number, fmt)
+    if written is not None:
+        meta, nbytes, shown = written
+        pointer = {
+            "number": shown,
+            "etag": meta.version,
+            "bytes": nbytes,
+            "format": fmt,
+            "mode": pointer_mode({"bytes": nbytes}),
+        }
+    lineage = Lineage(number, root, (), 0, pointer)
+    head = encode_head(number, doc.version.to_json(), lineage)
+    write_head(store, uuid, number, head, same=True)
+    return doc.evolve(lineage=lineage)
