@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid as uuid_module
 
 import pyarrow as pa
@@ -339,3 +340,30 @@ def test_a_migrating_commit_failing_at_any_call_loses_nothing() -> None:
             assert _rows(ds) == [*rows, 9]
             assert _rows(Dataset.open(store, "ds")) == [*rows, 9]
     assert outcomes == {"ok", "failed"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("rows_added", -1, "rows_added"),
+        ("parameters", {"k": 3}, "parameters['k']"),
+        ("committed_at", "yesterday", "committed_at"),
+    ],
+)
+def test_a_bad_entry_is_metadata_corrupted_naming_the_field(
+    field: str, value: object, problem: str
+) -> None:
+    from parquetry.errors import MetadataCorrupted
+
+    store = MemoryStore()
+    _appends(1, store)
+    raw = json.loads(store.get(version_key("ds", 1)))
+    raw["parquetry_entry"]["version"][field] = value
+    store.put(version_key("ds", 1), json.dumps(raw).encode())
+    store.delete(head_key("ds"))
+    with pytest.raises(MetadataCorrupted, match=re.escape(problem)) as info:
+        Dataset.open(store, "ds", version=1)
+    assert info.value.key == version_key("ds", 1)
+    store.put(version_key("ds", 1), b'{"parquetry_entry": {"format": 2, "version": NaN}}')
+    with pytest.raises(MetadataCorrupted):
+        Dataset.open(store, "ds", version=1)
