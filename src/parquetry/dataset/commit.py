@@ -146,6 +146,11 @@ def commit(
     overlapping change or ``max_retries`` lost races in a row are exceeded, DatasetDeleted
     when the dataset was deleted meanwhile, IntentExpired when GC reaped the intents.
     """
+    if base is not None and base.version is None:
+        # kartothek wrote the pointer: its change becomes a version first (no lost rows).
+        from parquetry.dataset.pointer import reconcile
+
+        base, number, _ = reconcile(store, uuid)
     if number < 0:
         number = latest_version_number(store, uuid)
     try:

@@ -216,10 +216,11 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
     """The current state: the pointer, rolled forward past commits it does not show yet."""
     doc, fmt, requests = read_pointer_or_versions(store, uuid)
     if doc.version is None:
+        # kartothek wrote the pointer: its change applied to the newest parquetry version.
+        from parquetry.dataset.pointer import foreign_state
+
         doc, extra = _complete_foreign(store, doc)
-        return LoadedState(
-            doc=doc, number=-1, foreign=True, pointer_format=fmt, requests=requests + extra
-        )
+        return foreign_state(store, uuid, doc, fmt, requests + extra)
     number = doc.version.number
     if probe:
         newer, newest, extra = roll_forward(store, uuid, number)

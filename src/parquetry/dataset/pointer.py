@@ -1,0 +1,287 @@
+"""The kartothek pointer: when it is rewritten, ``checkpoint``, and kartothek's writes on it.
+
+The pointer ``<uuid>.by-dataset-metadata.json`` is what kartothek 5.3.0 reads: the full
+kartothek document (every partition) plus parquetry's extension naming the version it
+shows. Its size grows with the dataset, so rewriting it after every commit costs O(table)
+per commit. The per-dataset setting ``pointer`` (kept in parquetry's extension, under
+``settings``, never in the user ``metadata`` kartothek users see) says when:
+
+- ``every-commit``: after every commit;
+- ``auto`` (default): after every commit while the pointer is at most
+  :data:`POINTER_EVERY_COMMIT_BYTES`; above that at a checkpoint once the commits since
+  the last pointer write, times :data:`POINTER_BYTES_PER_COMMIT`, reach the pointer's size
+  (the pointer then costs at most 64 KiB per commit, amortised);
+- ``manual``: only :func:`checkpoint` (``Dataset.checkpoint()``, ``parquetry checkpoint``).
+
+:func:`checkpoint` always rewrites the pointer for the newest version (after reconciling
+a kartothek write, see :mod:`parquetry.dataset.reconcile`).
+
+Format-1 datasets (full version documents) rewrite the pointer after every commit whatever
+the setting: their readers find the newest version by probing one version at a time past
+the pointer, so a lagging pointer would make every open cost one GET per commit since.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from parquetry.dataset.metadata import DatasetDocument, VersionInfo, encode_document
+from parquetry.dataset.naming import metadata_key
+from parquetry.dataset.reconcile import (
+    added_files,
+    find_base,
+    kartothek_diff,
+    reconciled_doc,
+)
+from parquetry.dataset.versions import LoadedState, list_version_numbers, read_pointer
+from parquetry.errors import InvalidArgument, MetadataCorrupted
+from parquetry.store import Store
+
+__all__ = [
+    "DEFAULT_POINTER_MODE",
+    "POINTER_BYTES_PER_COMMIT",
+    "POINTER_EVERY_COMMIT_BYTES",
+    "POINTER_MODES",
+    "checkpoint",
+    "check_pointer_mode",
+    "every_commit_bytes",
+    "foreign_state",
+    "pointer_due",
+    "pointer_mode",
+    "reconcile",
+    "set_pointer_policy",
+]
+
+POINTER_MODES = ("every-commit", "auto", "manual")
+DEFAULT_POINTER_MODE = "auto"
+SETTING = "pointer"
+#: ``auto`` rewrites the pointer after every commit up to this size (see
+#: docs/compatibility.md for the measurement behind it). The environment variable
+#: ``PARQUETRY_POINTER_EVERY_COMMIT_BYTES`` overrides it (tests, tuning).
+POINTER_EVERY_COMMIT_BYTES = 1 << 20
+THRESHOLD_ENV = "PARQUETRY_POINTER_EVERY_COMMIT_BYTES"
+#: Above the threshold, each commit "earns" this many bytes of pointer rewrite.
+POINTER_BYTES_PER_COMMIT = 64 * 1024
+
+
+def check_pointer_mode(mode: Any) -> str:
+    if mode not in POINTER_MODES:
+        raise InvalidArgument(
+            f"pointer policy must be one of {', '.join(POINTER_MODES)}, got {mode!r}"
+        )
+    return str(mode)
+
+
+def every_commit_bytes() -> int:
+    """The ``auto`` threshold in force (the environment variable, else the constant)."""
+    text = os.environ.get(THRESHOLD_ENV)
+    if text is None:
+        return POINTER_EVERY_COMMIT_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        raise InvalidArgument(f"{THRESHOLD_ENV} must be an integer, got {text!r}") from None
+    if value < 0:
+        raise InvalidArgument(f"{THRESHOLD_ENV} must be >= 0, got {value}")
+    return value
+
+
+def pointer_due(
+    mode: str, pointer_bytes: int, commits_since_pointer: int, at_checkpoint: bool
+) -> bool:
+    """Whether a commit rewrites the pointer (``checkpoint`` always does, separately).
+
+    ``pointer_bytes``: the size the pointer would have; ``commits_since_pointer``: commits
+    since the pointer was last written, this one included; ``at_checkpoint``: this commit
+    writes a checkpoint.
+    """
+    check_pointer_mode(mode)
+    if mode == "every-commit":
+        return True
+    if mode == "manual":
+        return False
+    if pointer_bytes <= every_commit_bytes():
+        return True
+    return at_checkpoint and commits_since_pointer * POINTER_BYTES_PER_COMMIT >= pointer_bytes
+
+
+def pointer_mode(doc: DatasetDocument) -> str:
+    """The dataset's pointer policy (the default when never set)."""
+    mode = doc.settings.get(SETTING, DEFAULT_POINTER_MODE)
+    if mode not in POINTER_MODES:
+        raise MetadataCorrupted(
+            f"dataset {doc.uuid!r}: parquetry.settings.pointer must be one of "
+            f"{list(POINTER_MODES)}, found {mode!r}"
+        )
+    return str(mode)
+
+
+def with_pointer_mode(doc: DatasetDocument, mode: str) -> DatasetDocument:
+    return doc.evolve(settings={**doc.settings, SETTING: check_pointer_mode(mode)})
+
+
+# --- kartothek's writes --------------------------------------------------------------------
+
+
+def foreign_state(
+    store: Store, uuid: str, foreign: DatasetDocument, fmt: str, requests: int
+) -> LoadedState:
+    """What a reader sees when the pointer was written by kartothek (``foreign`` already
+    carries the schema): the newest parquetry version with kartothek's change applied, in
+    memory. Without parquetry versions, kartothek's document itself."""
+    numbers = list_version_numbers(store, uuid)
+    requests += 1
+    found = find_base(store, uuid, foreign, numbers) if numbers else None
+    if found is None:
+        return LoadedState(
+            doc=foreign, number=-1, foreign=True, pointer_format=fmt, requests=requests
+        )
+    base_number, base, known, used = found
+    newest_number, newest = _newest(store, uuid, numbers, base_number, base)
+    diff = kartothek_diff(base_number, base, foreign, known)
+    doc = reconciled_doc(newest, foreign, diff)
+    return LoadedState(
+        doc=doc, number=newest_number, foreign=True, pointer_format=fmt, requests=requests + used
+    )
+
+
+def _newest(
+    store: Store, uuid: str, numbers: list[int], number: int, doc: DatasetDocument
+) -> tuple[int, DatasetDocument]:
+    from parquetry.dataset.versions import load_version_or_none
+
+    for n in reversed(numbers):
+        if n == number:
+            return number, doc
+        found = load_version_or_none(store, uuid, n)
+        if found is not None and found.version is not None:
+            return n, found
+    return number, doc
+
+
+def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str]:
+    """Commit kartothek's change found in the pointer on top of the newest version.
+
+    Returns the state to build on: (document, its number, the pointer's format). When the
+    pointer is parquetry's (nothing to do) that is the newest version; when the dataset has
+    no parquetry version, kartothek's document with number -1 (the caller's commit adopts
+    it, as before). Raises what a commit raises.
+    """
+    from parquetry.dataset.commit import commit, now_iso
+    from parquetry.dataset.versions import _complete_foreign, load_latest
+
+    pointer, fmt, _ = read_pointer(store, uuid)
+    if pointer.version is not None:
+        state = load_latest(store, uuid)
+        return state.doc, state.number, fmt
+    foreign, _ = _complete_foreign(store, pointer)
+    numbers = list_version_numbers(store, uuid)
+    found = find_base(store, uuid, foreign, numbers) if numbers else None
+    if found is None:
+        return foreign, -1, fmt
+    base_number, base, known, _ = found
+    newest_number, newest = _newest(store, uuid, numbers, base_number, base)
+    diff = kartothek_diff(base_number, base, foreign, known)
+    if diff.empty:
+        return newest, newest_number, fmt
+    files = added_files(store, newest, foreign, diff)
+
+    def make(current: DatasetDocument | None, number: int) -> DatasetDocument:
+        from parquetry.dataset.indexbuild import index_builder
+        from parquetry.dataset.ops import apply_change
+
+        assert current is not None
+        assert current.schema is not None
+        override = {}
+        if diff.built:
+            target = reconciled_doc(current, foreign, diff)
+            for col in diff.built:
+                if col in current.indices or col not in current.schema.names:
+                    continue
+                override.update(index_builder(store, current.schema, col)(target))
+        doc = apply_change(
+            store,
+            current,
+            number=number,
+            parent=number - 1,
+            committed_at=now_iso(),
+            operation="kartothek",
+            schema=current.schema,
+            add=files,
+            remove=set(diff.removed) & current.partitions.keys(),
+            metadata=diff.metadata,
+            index_override=override or None,
+            new_indices=tuple(override),
+            parameters={"base": str(base_number)},
+        )
+        return doc
+
+    stale = "msgpack.zstd" if fmt == "json" else "json"
+    committed = commit(
+        store,
+        uuid,
+        newest,
+        newest_number,
+        make,
+        pointer_format=fmt,
+        stale_format=stale,
+    )
+    assert committed.version is not None
+    return committed, committed.version.number, fmt
+
+
+# --- checkpoint and settings -----------------------------------------------------------------
+
+
+def checkpoint(store: Store, uuid: str) -> LoadedState:
+    """Rewrite the pointer for the newest version, reconciling a kartothek write first.
+
+    Idempotent; safe beside concurrent commits (the pointer is republished until no newer
+    version exists, like a commit's own pointer update). Errors raise (unlike a commit's
+    best-effort pointer update): the caller asked for exactly this write.
+    """
+    from parquetry.dataset.versions import roll_forward
+
+    doc, number, fmt = reconcile(store, uuid)
+    if doc.version is None:
+        # Only kartothek ever wrote this dataset: its pointer is all there is.
+        return LoadedState(doc=doc, number=number, foreign=True, pointer_format=fmt, requests=0)
+    for _ in range(64):
+        store.put(metadata_key(uuid, fmt), encode_document(doc, fmt))
+        newer, newest, _ = roll_forward(store, uuid, number)
+        if newer is None:
+            break
+        doc, number = newer, newest
+    other = "msgpack.zstd" if fmt == "json" else "json"
+    store.delete(metadata_key(uuid, other), missing_ok=True)
+    return LoadedState(doc=doc, number=number, foreign=False, pointer_format=fmt, requests=0)
+
+
+def set_pointer_policy(store: Store, state: LoadedState, mode: str) -> LoadedState:
+    """Commit ``mode`` as the dataset's pointer policy (a settings-only version); no commit
+    when it is already in force."""
+    from parquetry.dataset.commit import commit, now_iso
+
+    check_pointer_mode(mode)
+    doc = state.doc
+    if doc.version is not None and doc.settings.get(SETTING) == mode:
+        return state
+
+    def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
+        assert base is not None
+        assert base.version is not None
+        info = VersionInfo(
+            number=number,
+            parent=number - 1,
+            committed_at=now_iso(),
+            operation="set pointer policy",
+            epoch=base.version.epoch,
+            incarnation=base.version.incarnation,
+            parameters={"pointer": mode},
+        )
+        return with_pointer_mode(base, mode).evolve(version=info)
+
+    fmt = state.pointer_format or doc.metadata_format
+    committed = commit(store, doc.uuid, doc, state.number, make, pointer_format=fmt)
+    return LoadedState.committed(committed, fmt)
