@@ -22,8 +22,14 @@ import pytest
 from kt_checks import check_kartothek_reads, check_parquetry_reads, parquetry_rows, read_ops
 from kt_harness import Kartothek
 from kt_sample_data import COLUMNS, INDEXED, PARTITION_ON, SCHEMA, SLASHED, sample_table
-from kt_support import canonical_records, check_index, frame, oracle, rows_of_kartothek
-from kt_support import to_driver_scope
+from kt_support import (
+    canonical_records,
+    check_index,
+    frame,
+    oracle,
+    rows_of_kartothek,
+    to_driver_scope,
+)
 
 from parquetry import Dataset
 from parquetry.dataset.pointer import THRESHOLD_ENV
