@@ -150,7 +150,9 @@ def commit(
         # kartothek wrote the pointer: its change becomes a version first (no lost rows).
         from parquetry.dataset.pointer import reconcile
 
-        base, number, _ = reconcile(store, uuid)
+        found = reconcile(store, uuid)
+        if found is not None:
+            base, number, _ = found
     if number < 0:
         number = latest_version_number(store, uuid)
     try:

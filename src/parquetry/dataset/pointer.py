@@ -160,13 +160,13 @@ def _newest(
     return number, doc
 
 
-def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str]:
+def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | None:
     """Commit kartothek's change found in the pointer on top of the newest version.
 
     Returns the state to build on: (document, its number, the pointer's format). When the
-    pointer is parquetry's (nothing to do) that is the newest version; when the dataset has
-    no parquetry version, kartothek's document with number -1 (the caller's commit adopts
-    it, as before). Raises what a commit raises.
+    pointer is parquetry's (nothing to do) that is the newest version. None when the
+    dataset has no parquetry version (only kartothek wrote it: a commit adopts the
+    kartothek document it read, as before). Raises what a commit raises.
     """
     from parquetry.dataset.commit import commit, now_iso
     from parquetry.dataset.versions import _complete_foreign, load_latest
@@ -175,17 +175,19 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str]:
     if pointer.version is not None:
         state = load_latest(store, uuid)
         return state.doc, state.number, fmt
-    foreign, _ = _complete_foreign(store, pointer)
     numbers = list_version_numbers(store, uuid)
-    found = find_base(store, uuid, foreign, numbers) if numbers else None
+    if not numbers:
+        return None
+    foreign, _ = _complete_foreign(store, pointer)
+    found = find_base(store, uuid, foreign, numbers)
     if found is None:
-        return foreign, -1, fmt
+        return None
     base_number, base, known, _ = found
     newest_number, newest = _newest(store, uuid, numbers, base_number, base)
     diff = kartothek_diff(base_number, base, foreign, known)
     if diff.empty:
         return newest, newest_number, fmt
-    files = added_files(store, newest, foreign, diff)
+    files = added_files(store, newest, base, foreign, diff)
 
     def make(current: DatasetDocument | None, number: int) -> DatasetDocument:
         from parquetry.dataset.indexbuild import index_builder
@@ -241,12 +243,13 @@ def checkpoint(store: Store, uuid: str) -> LoadedState:
     version exists, like a commit's own pointer update). Errors raise (unlike a commit's
     best-effort pointer update): the caller asked for exactly this write.
     """
-    from parquetry.dataset.versions import roll_forward
+    from parquetry.dataset.versions import load_latest, roll_forward
 
-    doc, number, fmt = reconcile(store, uuid)
-    if doc.version is None:
+    found = reconcile(store, uuid)
+    if found is None:
         # Only kartothek ever wrote this dataset: its pointer is all there is.
-        return LoadedState(doc=doc, number=number, foreign=True, pointer_format=fmt, requests=0)
+        return load_latest(store, uuid)
+    doc, number, fmt = found
     for _ in range(64):
         store.put(metadata_key(uuid, fmt), encode_document(doc, fmt))
         newer, newest, _ = roll_forward(store, uuid, number)

@@ -6,16 +6,20 @@ version ``p`` while parquetry had committed ``p+1 .. n`` since (the pointer lags
 ``auto`` and ``manual`` policies, or a slow kartothek job read it long ago), adopting that
 document wholesale would drop every row parquetry committed after ``p``. Instead:
 
-1. **Base.** The version ``p`` kartothek read is found from the labels: kartothek keeps the
-   entries of untouched partitions verbatim and names new partitions with fresh uuids, so
-   the foreign document's labels that any retained version knows (``kept``) are all
-   partitions of ``p``. Among the retained versions of the current incarnation holding every
-   ``kept`` label, ``p`` is the one kartothek deleted the fewest partitions from, then the
-   one whose user metadata differs from the foreign document's in the fewest keys, then the
-   newest. Ties left after that differ in nothing the diff uses, so any of them gives the
-   same result. If no version holds them all (kartothek rewrote everything, or the
-   versions belong to another dataset), the newest version is the base: kartothek's
-   document replaces its partitions (what ``overwrite`` means).
+1. **Base.** The version ``p`` kartothek read is found from the labels: kartothek keeps
+   the entries of untouched partitions verbatim and names new partitions with fresh uuids.
+   Starting from the newest version the pointer can have shown (the newest version, or
+   the last pointer parquetry wrote when that is recorded) and going back: a version that
+   added a partition the foreign document holds is ``p`` (kartothek cannot know a
+   partition of a version it did not read); a version that added nothing and removed
+   nothing the foreign document still holds is taken as ``p``; a version whose additions
+   are all missing from the foreign document came after ``p`` (kartothek never saw them),
+   so the walk goes on. One case is ambiguous: kartothek deleting *every* partition the
+   version it read had added looks like kartothek having read the version before; the
+   walk then goes on and kartothek's deletion of those partitions is not applied (their
+   rows stay: nothing is lost, a deletion is missed). A walk reaching the creation (or the
+   oldest retained version) stops there: kartothek replaced every partition it saw
+   (``overwrite``), and the partitions parquetry committed later stay.
 2. **Diff** against ``p``: labels added (with their files and, from kartothek's index files,
    their index values), labels removed, user metadata keys changed, index columns
    kartothek built (``build_dataset_indices``).
@@ -28,7 +32,7 @@ document wholesale would drop every row parquetry committed after ``p``. Instead
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,10 +68,6 @@ class KartothekDiff:
         return not (self.added or self.removed or self.metadata or self.built)
 
 
-def _metadata_mismatch(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
-    return sum(1 for k in set(a) | set(b) if a.get(k) != b.get(k))
-
-
 def find_base(
     store: Store,
     uuid: str,
@@ -76,59 +76,73 @@ def find_base(
     *,
     hint: int | None = None,
 ) -> tuple[int, DatasetDocument, frozenset[str], int] | None:
-    """(number and document of the version kartothek read, labels the scanned versions
-    know, GETs used), or None when the dataset has no parquetry version.
+    """(number and document of the version kartothek read, labels of the versions
+    examined, GETs used), or None when the dataset has no parquetry version.
 
-    ``numbers``: the retained version numbers (ascending). ``hint``: the version the pointer
-    showed when parquetry last wrote it (format 2's head), tried first. The scan goes from
-    the newest version back and stops at a version kartothek deleted nothing from and whose
-    metadata it left alone (the usual case: the pointer was current), else after
-    ``BASE_SCAN_LIMIT`` versions.
+    ``numbers``: the retained version numbers (ascending). ``hint``: the newest version
+    the pointer can have shown (the last pointer parquetry wrote, format 2's head); the
+    newest version otherwise. See the module docstring for the rule.
     """
     from parquetry.dataset.versions import load_version
 
-    labels = set(foreign.partitions)
-    order = list(reversed(numbers))
-    if hint is not None and hint in numbers:
-        order.remove(hint)
-        order.insert(0, hint)
-    docs: list[tuple[int, DatasetDocument]] = []
-    seen: set[str] = set()
+    labels = foreign.partitions.keys()
+    order = [n for n in reversed(numbers) if hint is None or n <= hint]
+    docs: dict[int, DatasetDocument | None] = {}
     requests = 0
-    incarnation: str | None = None
-    for n in order[:BASE_SCAN_LIMIT]:
-        requests += 1
-        try:
-            doc = load_version(store, uuid, n)
-        except (DatasetNotFound, MetadataCorrupted):
-            continue
-        if doc.version is None:
-            continue
-        if incarnation is None:
-            incarnation = doc.version.incarnation
-        elif doc.version.incarnation != incarnation:
-            continue  # an earlier dataset of the same uuid
-        docs.append((n, doc))
-        seen.update(doc.partitions)
-        if _score(doc, n, labels, foreign)[:2] == (0, 0) and (n == hint or n == order[0]):
-            break
-    if not docs:
+
+    def doc_of(n: int) -> DatasetDocument | None:
+        nonlocal requests
+        if n not in docs:
+            requests += 1
+            try:
+                docs[n] = load_version(store, uuid, n)
+            except (DatasetNotFound, MetadataCorrupted):
+                docs[n] = None
+        return docs[n]
+
+    def walk() -> Iterator[tuple[int, DatasetDocument]]:
+        """Retained versions of the newest's incarnation, newest first (loaded lazily)."""
+        incarnation: str | None = None
+        for n in order[:BASE_SCAN_LIMIT]:
+            doc = doc_of(n)
+            if doc is None or doc.version is None:
+                continue
+            if incarnation is None:
+                incarnation = doc.version.incarnation
+            elif doc.version.incarnation != incarnation:
+                return  # an earlier dataset of the same uuid
+            yield n, doc
+
+    versions = walk()
+    current = next(versions, None)
+    if current is None:
         return None
-    kept = labels & seen
-    fits = [(n, d) for n, d in docs if kept <= d.partitions.keys()]
-    if not fits:
-        newest = max(docs, key=lambda item: item[0])
-        return newest[0], newest[1], frozenset(seen), requests
-    n, doc = min(fits, key=lambda item: _score(item[1], item[0], labels, foreign))
-    return n, doc, frozenset(seen), requests
+    while True:
+        n, doc = current
+        assert doc.version is not None
+        created = doc.version.epoch == n
+        current = None if created else next(versions, None)
+        old = set() if current is None else current[1].partitions.keys()
+        added = doc.partitions.keys() - old
+        if added & labels:
+            break  # kartothek knew a partition this version added: it read this one
+        if not added and not ((old - doc.partitions.keys()) & labels):
+            break  # added nothing, and kartothek kept nothing this version removed
+        if current is None:
+            break  # the creation: kartothek replaced every partition it saw
+    base = doc_of(n)
+    assert base is not None
+    seen: set[str] = set()
+    for loaded in docs.values():
+        if loaded is not None:
+            seen.update(loaded.partitions)
+    return n, base, frozenset(seen), requests
 
 
-def _score(
-    doc: DatasetDocument, number: int, labels: set[str], foreign: DatasetDocument
-) -> tuple[int, int, int]:
-    """Partitions kartothek would have deleted, metadata keys it would have changed, age."""
-    deleted = len(doc.partitions.keys() - labels)
-    return deleted, _metadata_mismatch(doc.metadata, foreign.metadata), -number
+def _same_incarnation(a: DatasetDocument | None, b: DatasetDocument | None) -> bool:
+    if a is None or b is None or a.version is None or b.version is None:
+        return False
+    return a.version.incarnation == b.version.incarnation
 
 
 def kartothek_diff(
@@ -153,17 +167,23 @@ _MISSING = object()
 
 
 def added_files(
-    store: Store, base: DatasetDocument, foreign: DatasetDocument, diff: KartothekDiff
+    store: Store,
+    newest: DatasetDocument,
+    read: DatasetDocument,
+    foreign: DatasetDocument,
+    diff: KartothekDiff,
 ) -> list[FileDescription]:
-    """The files kartothek added, described for a commit: rows and size from the footer,
-    index values from kartothek's own index files (no data read)."""
-    assert base.schema is not None
-    schema = base.schema
-    table = base.tables[0]
+    """The files kartothek added, described for a commit on ``newest``: rows and size from
+    the footer, index values from the index files kartothek rewrote (no data read). An index
+    kartothek left as it was in ``read`` (the version it read) is not trusted for the new
+    files: their values are read from the files by the commit."""
+    assert newest.schema is not None
+    schema = newest.schema
+    table = newest.tables[0]
     index_values: dict[str, dict[str, pa.Array]] = {}
-    for col in base.indices:
+    for col in newest.indices:
         ref = foreign.indices.get(col)
-        if ref is None or col not in schema.names:
+        if ref is None or ref == read.indices.get(col) or col not in schema.names:
             continue
         from parquetry.dataset.indices import load_index
 
