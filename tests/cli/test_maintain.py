@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from cli_helpers import ORDERS, Lake
 
 from parquetry import Dataset, ParquetDatasetStore
-from parquetry.dataset.naming import metadata_key, version_key
+from parquetry.dataset.naming import metadata_key
 from parquetry.store import LocalStore
 
 
@@ -201,20 +201,26 @@ def test_inspect_bad_file_is_one_line(tmp_path: Path) -> None:
 
 def test_checkpoint_rewrites_the_pointer_and_sets_the_policy(lake: Lake) -> None:
     key = metadata_key("orders")
-    newest = Dataset.open(lake.store, "orders").version
-    before = lake.store.get(key)
-    # A lagging pointer (a lost pointer write): readers still find the newest version.
-    lake.store.put(key, lake.store.get(version_key("orders", 0)))
     result = lake.run("checkpoint", "orders", "--pointer-policy", "manual")
     assert result.exit_code == 0, result.stdout + result.stderr
-    assert f"shows version {newest + 1} (pointer policy manual)" in result.stdout
-    pointer = json.loads(lake.store.get(key))
-    assert pointer["parquetry"]["version"]["number"] == newest + 1
-    assert pointer["parquetry"]["settings"] == {"pointer": "manual"}
-    assert pointer["partitions"] == json.loads(before)["partitions"]
+    ds = Dataset.open(lake.store, "orders")
+    assert ds.pointer_policy == "manual"
+    assert f"shows version {ds.version} (pointer policy manual)" in result.stdout
+    shown = json.loads(lake.store.get(key))["parquetry"]["version"]["number"]
+    assert shown == ds.version
+    ds = ds.append(ORDERS)  # manual: the pointer stays behind
+    assert json.loads(lake.store.get(key))["parquetry"]["version"]["number"] == shown
     again = lake.run("checkpoint", "orders")
     assert again.exit_code == 0, again.stdout + again.stderr
-    assert f"shows version {newest + 1} (pointer policy manual)" in again.stdout
+    assert f"shows version {ds.version} (pointer policy manual)" in again.stdout
+    pointer = json.loads(lake.store.get(key))
+    assert pointer["parquetry"]["version"]["number"] == ds.version
+    assert pointer["parquetry"]["settings"] == {"pointer": "manual"}
+    assert len(pointer["partitions"]) == len(ds.plan(None).files)
+    lake.store.put(key, b"{not json")  # an unreadable pointer is rewritten too
+    fixed = lake.run("checkpoint", "orders")
+    assert fixed.exit_code == 0, fixed.stdout + fixed.stderr
+    assert json.loads(lake.store.get(key))["parquetry"]["version"]["number"] == ds.version
     bad = lake.run("checkpoint", "orders", "--pointer-policy", "hourly")
     assert bad.exit_code == 1
     assert "pointer policy must be one of" in bad.stderr

@@ -152,7 +152,8 @@ def test_gc_lists_no_data_files_for_intent_datasets() -> None:
     assert report.swept is False
     assert len(report.reaped_intents) == 1
     listed = {k for kind, k in counting.log if kind == "list"}
-    assert listed == {"ds/_intents", "ds/_versions"}
+    # Format 2 also lists its own metadata prefixes (checkpoints, segments): never data.
+    assert listed == {"ds/_intents", "ds/_versions", "ds/_checkpoints", "ds/_segments"}
     assert _values(ds) == [0, 1]
 
 

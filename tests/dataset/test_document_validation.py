@@ -62,6 +62,10 @@ def _dataset(store: Store, fmt: str = "json") -> Dataset:
     for meta in list(store.list("ds/_versions")):
         if version_number_from_key(meta.key) is not None:
             store.delete(meta.key)
+    # Format 2: the head and checkpoints go too (the pointer alone describes the dataset).
+    store.delete("ds/_head.json", missing_ok=True)
+    for meta in list(store.list("ds/_checkpoints")):
+        store.delete(meta.key)
     return ds
 
 

@@ -101,7 +101,10 @@ def test_policy_is_a_setting_kartothek_users_do_not_see(tmp_path: Path) -> None:
     ds = ds.append(_table(range(4, 6), "FR"))
     assert Dataset.open(store, UUID).pointer_policy == "manual"
     assert [v.operation for v in ds.versions()] == ["create", "set pointer policy", "append"]
+    assert _pointer(store)["parquetry"]["version"]["number"] == 0, "manual: pointer stays"
+    assert ds.checkpoint().version == ds.version
     pointer = _pointer(store)
+    assert pointer["parquetry"]["version"]["number"] == ds.version
     assert "pointer" not in json.dumps(pointer["metadata"])
     assert pointer["parquetry"]["settings"] == {"pointer": "manual"}
     with pytest.raises(InvalidArgument, match="pointer policy"):

@@ -24,13 +24,28 @@ from __future__ import annotations
 import datetime as dt
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from parquetry.dataset.gc import referenced_keys
+from parquetry.dataset.checkpoint import write_checkpoint
+from parquetry.dataset.entry import encode_entry, entry_of
+from parquetry.dataset.format2 import advance, load_state, read_version, version_info
+from parquetry.dataset.head import Lineage, encode_head, write_head
 from parquetry.dataset.intents import Claim
 from parquetry.dataset.metadata import DatasetDocument, encode_document
-from parquetry.dataset.naming import incarnation_key, metadata_key, version_key
-from parquetry.dataset.versions import decode_version, latest_version_number, roll_forward
+from parquetry.dataset.naming import (
+    common_metadata_key,
+    incarnation_key,
+    metadata_key,
+    version_key,
+)
+from parquetry.dataset.pointer import (
+    commit_writes_pointer,
+    effective_mode,
+    kartothek_wrote,
+    reconcile,
+)
+from parquetry.dataset.versions import latest_version_number, roll_forward
 from parquetry.errors import (
     AlreadyExists,
     CommitConflict,
@@ -38,13 +53,15 @@ from parquetry.errors import (
     NotFound,
     ParquetryError,
 )
-from parquetry.store import PutMode, Store
+from parquetry.store import ObjectMeta, PutMode, Store
 
 __all__ = [
     "MAX_RETRIES",
     "MakeVersion",
     "check_incarnation",
     "commit",
+    "committed_keys",
+    "finish_commit",
     "now_iso",
     "publish_pointer",
 ]
@@ -105,21 +122,20 @@ def _roll_forward_same(
     """
     incarnation = _incarnation_of(base)
     if not incarnation:
-        newer, number, _ = roll_forward(store, uuid, number)
+        known = base if base is not None and base.version is not None else None
+        newer, number, _ = roll_forward(store, uuid, number, known)
         return (newer if newer is not None else base), number
     foreign = False
     while True:
-        key = version_key(uuid, number + 1)
-        try:
-            data = store.get(key)
-        except NotFound:
+        v = read_version(store, uuid, number + 1)
+        if v is None:
             break
         number += 1
-        doc = decode_version(data, key)
-        if doc is None:
+        info = version_info(v)
+        if info is None:
             continue
-        if _incarnation_of(doc) == incarnation:
-            base = doc
+        if info.incarnation == incarnation:
+            base = advance(base, v, version_key(uuid, number)) or load_state(store, uuid, number)
         else:
             foreign = True
     if foreign:
@@ -146,24 +162,22 @@ def commit(
     overlapping change or ``max_retries`` lost races in a row are exceeded, DatasetDeleted
     when the dataset was deleted meanwhile, IntentExpired when GC reaped the intents.
     """
-    if base is not None and base.version is None:
+    if base is not None and kartothek_wrote(store, uuid, base):
         # kartothek wrote the pointer: its change becomes a version first (no lost rows).
-        from parquetry.dataset.pointer import reconcile
-
         found = reconcile(store, uuid)
         if found is not None:
             base, number, _ = found
     if number < 0:
         number = latest_version_number(store, uuid)
     try:
-        doc, data, number = _commit_loop(store, uuid, base, number, make, max_retries, claim)
+        doc, body, size, number = _commit_loop(store, uuid, base, number, make, max_retries, claim)
     except CommitConflict:
         if claim is not None:
             claim.discard()  # known not committed: drop the index files its attempts wrote
         raise
-    publish_pointer(store, uuid, doc, data, number, pointer_format, stale_format)
+    doc = finish_commit(store, uuid, doc, body, size, number, pointer_format, stale_format)
     if claim is not None:
-        claim.release(referenced_keys(doc))
+        claim.release(committed_keys(doc, body))
     return doc
 
 
@@ -175,7 +189,7 @@ def _commit_loop(
     make: MakeVersion,
     max_retries: int | None,
     claim: Claim | None,
-) -> tuple[DatasetDocument, bytes, int]:
+) -> tuple[DatasetDocument, dict[str, Any], int, int]:
     check_incarnation(store, uuid, base, number)
     attempt = 0
     while True:
@@ -183,7 +197,8 @@ def _commit_loop(
         doc = make(base, number + 1)
         if claim is not None:
             claim.ensure_live()
-        data = encode_document(doc, "json")
+        body = entry_of(base, doc)
+        data = encode_entry(body)
         try:
             store.put(version_key(uuid, number + 1), data, mode=PutMode.CREATE)
         except AlreadyExists:
@@ -208,7 +223,7 @@ def _commit_loop(
                 _backoff(attempt, number - seen, took)
             continue
         _check_after_commit(store, uuid, doc, number + 1)
-        return doc, data, number + 1
+        return doc, body, len(data), number + 1
 
 
 def _check_after_commit(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:
@@ -224,32 +239,86 @@ def _check_after_commit(store: Store, uuid: str, doc: DatasetDocument, number: i
     )
 
 
+def committed_keys(doc: DatasetDocument, body: Mapping[str, Any]) -> set[str]:
+    """The keys a commit's claim must not delete: what its entry adds, the indices, the
+    schema file (O(change): the state's other files are not this commit's)."""
+    keys = {key for _, files, _ in body["add"] for key in files.values()}
+    keys |= {ref for ref in doc.indices.values() if isinstance(ref, str)}
+    keys |= {common_metadata_key(doc.uuid, t) for t in doc.tables}
+    return keys
+
+
+def finish_commit(
+    store: Store,
+    uuid: str,
+    doc: DatasetDocument,
+    body: dict[str, Any],
+    size: int,
+    number: int,
+    fmt: str,
+    stale_format: str | None = None,
+) -> DatasetDocument:
+    """After the commit point of version ``number`` (entry ``body`` of ``size`` bytes):
+    a checkpoint if due, the pointer if the policy says so, then the head. Best effort:
+    each step only speeds readers up (they probe past the head, list checkpoints)."""
+    lineage: Lineage | None = doc.lineage
+    if lineage is not None:
+        lineage = lineage.extended(body, size)
+    pointer: dict[str, Any] = dict(lineage.pointer) if lineage is not None else {}
+    checkpointed = False
+    if lineage is None or lineage.checkpoint_due():
+        try:
+            root = write_checkpoint(store, doc)
+            lineage = Lineage(number, root, (), 0, pointer)
+            checkpointed = True
+        except ParquetryError:
+            lineage = None if lineage is None or lineage.checkpoint is None else lineage
+    if commit_writes_pointer(doc, pointer, number, checkpointed):
+        written = publish_pointer(store, uuid, doc, None, number, fmt, stale_format)
+        if written is not None:
+            meta, nbytes, shown = written
+            pointer = {
+                "number": shown,
+                "etag": meta.version,
+                "bytes": nbytes,
+                "format": fmt,
+                "mode": effective_mode(doc, nbytes),
+            }
+    if lineage is None:
+        return doc.evolve(change=None, lineage=None)
+    lineage = Lineage(lineage.checkpoint, lineage.root, lineage.tail, lineage.tail_bytes, pointer)
+    assert doc.version is not None
+    write_head(store, uuid, number, encode_head(number, doc.version.to_json(), lineage))
+    return doc.evolve(change=None, lineage=lineage)
+
+
 def publish_pointer(
     store: Store,
     uuid: str,
     doc: DatasetDocument,
-    data: bytes,
+    data: bytes | None,
     number: int,
     fmt: str,
     stale_format: str | None = None,
-) -> None:
+) -> tuple[ObjectMeta, int, int] | None:
     """Point the kartothek metadata file at the newest committed version.
 
     Failures here do not undo the commit (the version document is the commit point and
     readers roll forward to it), so they are swallowed: raising would make a caller retry
-    a write that already happened.
+    a write that already happened. Returns (the written pointer's metadata, its size, the
+    version it shows), None if it failed.
     """
     try:
         for _ in range(16):
-            payload = data if fmt == "json" else encode_document(doc, fmt)
-            store.put(metadata_key(uuid, fmt), payload)
+            payload = data if data is not None and fmt == "json" else encode_document(doc, fmt)
+            meta = store.put(metadata_key(uuid, fmt), payload)
             if stale_format is not None and stale_format != fmt:
                 store.delete(metadata_key(uuid, stale_format), missing_ok=True)
                 stale_format = None
-            newer, newest, _ = roll_forward(store, uuid, number)
+            newer, newest, _ = roll_forward(store, uuid, number, doc)
             if newer is None:
-                return
-            doc, number = newer, newest
-            data = encode_document(doc, "json")
+                return meta, len(payload), number
+            doc, number, data = newer, newest, None
     except ParquetryError:
-        return
+        return None
+    return None

@@ -10,16 +10,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from parquetry.dataset.commit import now_iso, publish_pointer
-from parquetry.dataset.gc import referenced_keys
+from parquetry.dataset.commit import committed_keys, finish_commit, now_iso
+from parquetry.dataset.entry import encode_entry, entry_of
+from parquetry.dataset.format2 import read_version, version_info
+from parquetry.dataset.head import Lineage
 from parquetry.dataset.intents import claim_for_commit
-from parquetry.dataset.metadata import DatasetDocument, encode_document
+from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.naming import common_metadata_key, incarnation_key, version_key
 from parquetry.dataset.ops import apply_change
 from parquetry.dataset.schema import common_metadata_bytes
-from parquetry.dataset.versions import LoadedState, load_version_or_none, roll_forward
+from parquetry.dataset.versions import LoadedState
 from parquetry.dataset.write import Batches, FileDescription
-from parquetry.errors import AlreadyExists, InvalidArgument, UnknownColumn
+from parquetry.errors import AlreadyExists, InvalidArgument, MetadataCorrupted, UnknownColumn
 from parquetry.store import PutMode, Store
 
 __all__ = ["Batches", "create_from_files", "schema_from_files"]
@@ -63,6 +65,7 @@ def create_from_files(
         metadata_format=metadata_format,
         encryption=encryption,
         settings=dict(settings or {}),
+        lineage=Lineage(None, None),  # the creating entry is self-contained: no checkpoint
     )
     doc = apply_change(
         work,
@@ -79,7 +82,8 @@ def create_from_files(
         incarnation=incarnation,
         parameters=parameters,
     )
-    data = encode_document(doc, "json")
+    body = entry_of(None, doc)
+    data = encode_entry(body)
     try:
         store.put(version_key(uuid, number), data, mode=PutMode.CREATE)
     except AlreadyExists:
@@ -87,8 +91,8 @@ def create_from_files(
         raise AlreadyExists(
             f"dataset {uuid!r} was created concurrently", key=version_key(uuid, number)
         ) from None
-    publish_pointer(store, uuid, doc, data, number, metadata_format)
-    claim.release(referenced_keys(doc))
+    doc = finish_commit(store, uuid, doc, body, len(data), number, metadata_format)
+    claim.release(committed_keys(doc, body))
     return LoadedState(
         doc=doc, number=number, foreign=False, pointer_format=metadata_format, requests=0
     )
@@ -105,12 +109,17 @@ def _first_version_number(store: Store, uuid: str, table: str) -> int:
     """
     if not store.exists(version_key(uuid, 0)):
         return 0
-    newest, number, _ = roll_forward(store, uuid, 0)
-    if newest is None:
-        newest = load_version_or_none(store, uuid, number)
+    number = 0
+    while store.exists(version_key(uuid, number + 1)):
+        number += 1
+    try:
+        found = read_version(store, uuid, number)
+    except MetadataCorrupted:
+        found = None
+    info = version_info(found) if found is not None else None
     alive = store.exists(common_metadata_key(uuid, table))
-    if alive and newest is not None and newest.version is not None:
-        committed = dt.datetime.fromisoformat(newest.version.committed_at)
+    if alive and info is not None:
+        committed = dt.datetime.fromisoformat(info.committed_at)
         if dt.datetime.now(dt.UTC) - committed < LEFTOVER_GRACE:
             raise AlreadyExists(
                 f"dataset {uuid!r} is being created or changed concurrently "

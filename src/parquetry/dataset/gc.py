@@ -27,6 +27,7 @@ Files of live intents are never deleted, however old; steps 1-3 list only ``_int
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -40,7 +41,11 @@ from parquetry.dataset.naming import (
     version_number_from_key,
     versions_prefix,
 )
-from parquetry.dataset.versions import decode_version, read_pointer, tombstone_bytes
+from parquetry.dataset.checkpoint import decode_root
+from parquetry.dataset.entry import self_contained
+from parquetry.dataset.format2 import Version, load_state, parse_version, read_version, version_info
+from parquetry.dataset.head import head_key
+from parquetry.dataset.versions import read_pointer, tombstone_bytes
 from parquetry.errors import InvalidArgument, MetadataCorrupted, NotFound
 from parquetry.store import Store
 
@@ -87,13 +92,101 @@ def _intent_keys(
     return live, reaped
 
 
-def _read_versions(store: Store, uuid: str) -> dict[int, DatasetDocument | None]:
-    docs: dict[int, DatasetDocument | None] = {}
+def _read_versions(store: Store, uuid: str) -> dict[int, Version]:
+    out: dict[int, Version] = {}
     for meta in store.list(versions_prefix(uuid)):
         n = version_number_from_key(meta.key)
         if n is not None:
-            docs[n] = decode_version(store.get(meta.key), meta.key)
-    return docs
+            out[n] = parse_version(store.get(meta.key), meta.key)
+    return out
+
+
+def _version_keys(v: Version) -> set[str]:
+    """Keys an entry adds (its state's other keys are its predecessor's)."""
+    kind, value, _ = v
+    if kind == "doc":
+        return referenced_keys(value)
+    if kind != "entry":
+        return set()
+    keys = {key for _, files, _ in value["add"] for key in files.values()}
+    for form in value.get("set", {}).get("indices", {}).values():
+        keys |= {p["key"] for p in form.get("pieces", []) if isinstance(p, dict) and "key" in p}
+    return keys
+
+
+def _keys_of_range(store: Store, uuid: str, vs: dict[int, Version], numbers: list[int]) -> set[str]:
+    """Every key the states of ``numbers`` (consecutive live versions) reference."""
+    if not numbers:
+        return set()
+    first = numbers[0]
+    kind = vs[first][0]
+    try:
+        keys = referenced_keys(load_state(store, uuid, first)) if kind == "entry" else set()
+    except (NotFound, MetadataCorrupted):
+        keys = set()
+    for n in numbers:
+        keys |= _version_keys(vs[n])
+    return keys
+
+
+def _keep_chains(
+    store: Store, uuid: str, vs: dict[int, Version], retained: list[int], expired: list[int]
+) -> set[str]:
+    """Before expired entries become tombstones: make sure the oldest retained version does
+    not need them (write its checkpoint if its chain runs through them). Returns the
+    checkpoint and segment keys retained versions need."""
+    from parquetry.dataset.checkpoint import checkpoint_key, list_checkpoints, write_checkpoint
+
+    checkpoints = list_checkpoints(store, uuid)
+    if retained:
+        k0 = retained[0]
+        below = [c for c in checkpoints if c <= k0]
+        c0 = below[-1] if below else -1
+        needs = vs[k0][0] == "entry" and not self_contained(vs[k0][1])
+        if needs and expired and c0 < max(expired):
+            write_checkpoint(store, load_state(store, uuid, k0))
+            checkpoints = sorted({*checkpoints, k0})
+            c0 = k0
+    else:
+        c0 = max(checkpoints, default=-1)
+    keep = {checkpoint_key(uuid, c) for c in checkpoints if c >= c0}
+    for c in checkpoints:
+        if c < c0:
+            continue
+        key = checkpoint_key(uuid, c)
+        try:
+            root = decode_root(store.get(key), key)
+        except (NotFound, MetadataCorrupted):
+            continue
+        keep |= {d["key"] for d in root["segments"] if "key" in d}
+    return keep
+
+
+def _collect_metadata(
+    store: Store, uuid: str, keep: set[str], now: dt.datetime
+) -> list[str]:
+    """Old checkpoints and segments nothing retained needs (young segments may belong to a
+    checkpoint being written)."""
+    from parquetry.dataset.checkpoint import checkpoints_prefix
+    from parquetry.dataset.segments import segments_prefix
+
+    try:
+        head = store.get(head_key(uuid))
+        root = json.loads(head).get("parquetry_head", {}).get("root") or {}
+        keep = keep | {d["key"] for d in root.get("segments", []) if "key" in d}
+    except (NotFound, ValueError, AttributeError, TypeError):
+        pass
+    young = now - DEFAULT_LEASE
+    victims = []
+    for prefix in (checkpoints_prefix(uuid), segments_prefix(uuid)):
+        for meta in store.list(prefix):
+            if meta.key in keep:
+                continue
+            if meta.modified is not None and meta.modified > young:
+                continue
+            victims.append(meta.key)
+    _delete_all(store, victims)
+    return victims
 
 
 def _pointer_keys(store: Store, uuid: str) -> tuple[set[str], bool]:
@@ -141,30 +234,24 @@ def garbage_collect(
     now = now or dt.datetime.now(dt.UTC)
     cutoff = now - retention
     live_intent_keys, reaped = _intent_keys(store, uuid, now, retention)
-    docs = _read_versions(store, uuid)
-    live = sorted(n for n, d in docs.items() if d is not None)
+    vs = _read_versions(store, uuid)
+    infos = {n: version_info(v) for n, v in vs.items()}
+    live = sorted(n for n, v in vs.items() if v[0] != "tombstone")
     retained: list[int] = []
     expired: list[int] = []
     for i, n in enumerate(live):
-        successor = docs[live[i + 1]] if i + 1 < len(live) else None
-        if (
-            successor is None
-            or successor.version is None
-            or _parse_time(successor.version.committed_at) > cutoff
-        ):
+        successor = infos[live[i + 1]] if i + 1 < len(live) else None
+        if successor is None or _parse_time(successor.committed_at) > cutoff:
             retained.append(n)
         else:
             expired.append(n)
-    keep: set[str] = set()
-    for n in retained:
-        keep |= referenced_keys(docs[n])  # type: ignore[arg-type]
+    keep = _keys_of_range(store, uuid, vs, retained)
     pointer_keys, foreign = _pointer_keys(store, uuid)
     keep |= pointer_keys
-    dropped: set[str] = set()
-    for n in expired:
-        dropped |= referenced_keys(docs[n])  # type: ignore[arg-type]
+    dropped = _keys_of_range(store, uuid, vs, expired)
     for files in reaped.values():
         dropped |= set(files)
+    meta_keep = _keep_chains(store, uuid, vs, retained, expired)
     stamp = now.isoformat()
     for n in expired:
         store.put(version_key(uuid, n), tombstone_bytes(n, stamp))
@@ -173,12 +260,14 @@ def garbage_collect(
     # Only after their files: an interrupted GC finds the reaped intents again.
     _delete_all(store, reaped)
     legacy = any(
-        d.version is None or not d.version.incarnation for d in docs.values() if d is not None
+        v[0] == "doc" and (infos[n] is None or not infos[n].incarnation)  # type: ignore[union-attr]
+        for n, v in vs.items()
     )
     swept = sweep if sweep is not None else (legacy or foreign)
     deleted = list(victims)
+    deleted += _collect_metadata(store, uuid, meta_keep, now)
     if swept:
-        deleted += _sweep(store, uuid, keep, max(docs, default=-1), cutoff, now)
+        deleted += _sweep(store, uuid, keep, max(vs, default=-1), cutoff, now)
     deleted += _delete_stale_pointer(store, uuid)
     return GCReport(
         deleted=tuple(sorted(set(deleted))),
@@ -207,15 +296,18 @@ def _sweep(
             continue
     n = newest
     while True:
-        key = version_key(uuid, n + 1)
-        try:
-            doc = decode_version(store.get(key), key)
-        except NotFound:
+        v = read_version(store, uuid, n + 1)
+        if v is None:
             break
         n += 1
-        if doc is not None:
-            keep = keep | referenced_keys(doc)
-    internal = (versions_prefix(uuid) + "/", intents_prefix(uuid) + "/")
+        keep = keep | _version_keys(v)
+    internal = (
+        versions_prefix(uuid) + "/",
+        intents_prefix(uuid) + "/",
+        f"{uuid}/_checkpoints/",
+        f"{uuid}/_segments/",
+        head_key(uuid),
+    )
     index_dir = f"{uuid}/indices/"
     victims = []
     for meta in listed:

@@ -16,7 +16,7 @@ kartothek wrote has no ``"parquetry"`` entry (``version`` is None, no statistics
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -88,8 +88,8 @@ class FileInfos(Mapping[str, FileInfo]):
         checks: Mapping[str, Any] | None = None,
     ):
         # Entries are JSON text (str), decoded FileInfo, or (older documents) decoded lists.
-        self._entries: dict[str, Any] = (
-            entries if owned and isinstance(entries, dict) else dict(entries or {})
+        self._entries: MutableMapping[str, Any] = (
+            entries if owned and isinstance(entries, dict | MutableMapping) else dict(entries or {})
         )
         self._key = key
         self._checks = checks
@@ -147,7 +147,7 @@ class FileInfos(Mapping[str, FileInfo]):
         return out
 
     def changed(self, remove: set[str], add: Mapping[str, FileInfo]) -> FileInfos:
-        entries = {k: v for k, v in self._entries.items() if k not in remove}
+        entries: dict[str, Any] = {k: v for k, v in self._entries.items() if k not in remove}
         entries.update(add)
         return FileInfos(entries, owned=True, key=self._key, checks=self._checks)
 
@@ -224,9 +224,19 @@ class DatasetDocument:
     #: Dataset settings parquetry keeps out of kartothek's ``metadata`` (which kartothek
     #: users see), e.g. ``{"pointer": "auto"}``; see :mod:`parquetry.dataset.pointer`.
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: The change that produced this state from its base (``entry.Change``), recorded by
+    #: ``apply_change`` so the commit writes an entry of O(change); None when unknown.
+    change: Any = field(default=None, compare=False, repr=False)
+    #: Where a format-2 state came from (``head.Lineage``: checkpoint, tail since it); None
+    #: for a state read from a format-1 document (its first commit migrates).
+    lineage: Any = field(default=None, compare=False, repr=False)
 
     @property
     def tables(self) -> tuple[str, ...]:
+        first = getattr(self.partitions, "first", None)
+        if first is not None:  # a lazy catalog: one record, not a scan of every segment
+            rec = first()
+            return tuple(rec) if rec is not None else ("table",)
         for files in self.partitions.values():
             return tuple(files)
         return ("table",)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from parquetry.dataset.commit import now_iso
+from parquetry.dataset.entry import Change, catalog_of, with_catalog
 from parquetry.dataset.indices import IndexData, build_pairs, load_index, merge_index, write_index
 from parquetry.dataset.metadata import DatasetDocument, FileInfo, VersionInfo
 from parquetry.dataset.predicates import Literal, eval_scalar
@@ -84,19 +85,27 @@ def apply_change(
     incarnation: str | None = None,
     parameters: Mapping[str, str] | None = None,
 ) -> DatasetDocument:
-    """The document after removing partitions ``remove`` and adding files ``add``."""
-    table = base.tables[0] if base.partitions else (add[0].table if add else "table")
-    partitions = {lbl: f for lbl, f in base.partitions.items() if lbl not in remove}
-    added: dict[str, FileInfo] = {}
-    rows_removed = sum(base.files[lbl].rows for lbl in remove if lbl in base.files)
-    bytes_removed = sum(base.files[lbl].size for lbl in remove if lbl in base.files)
+    """The document after removing partitions ``remove`` and adding files ``add``.
+
+    Costs O(change): only the removed and added labels are looked up in the base's
+    catalog; the result records its :class:`~parquetry.dataset.entry.Change`, which the
+    commit writes as its entry.
+    """
+    cat = catalog_of(base)
+    table = base.tables[0] if cat.count else (add[0].table if add else "table")
+    removing = tuple(lbl for lbl in sorted(remove) if cat.lookup(lbl) is not None)
+    rows_removed = sum(base.files[lbl].rows for lbl in removing if lbl in base.files)
+    bytes_removed = sum(base.files[lbl].size for lbl in removing if lbl in base.files)
+    gone = set(removing)
+    added: dict[str, Any] = {}
     for fd in add:
-        if fd.label in partitions:
+        if fd.label in added or (fd.label not in gone and cat.lookup(fd.label) is not None):
             raise InvalidArgument(f"partition label {fd.label!r} is already in the dataset")
         if fd.table != table:
             raise InvalidArgument(f"file {fd.key} is for table {fd.table!r}, expected {table!r}")
-        partitions[fd.label] = {fd.table: fd.key}
-        added[fd.label] = FileInfo(rows=fd.rows, size=fd.size, stats=fd.stats)
+        added[fd.label] = ({fd.table: fd.key}, FileInfo(rows=fd.rows, size=fd.size, stats=fd.stats))
+    replace_all = bool(removing) and len(removing) == cat.count and base.version is not None
+    new_cat = cat.changed(removing, added, replace_all=replace_all)
     indices: dict[str, Any] = dict(base.indices)
     footers = {c: f for c, f in base.index_footers.items() if f.key == base.indices.get(c)}
 
@@ -108,7 +117,7 @@ def apply_change(
         if index_override and col in index_override:
             put(col, index_override[col])
             continue
-        if col not in base.indices and base.partitions:
+        if col not in base.indices and cat.count:
             raise InvalidArgument(
                 f"column {col!r} has no index yet; build it with build_index({col!r})"
             )
@@ -120,9 +129,10 @@ def apply_change(
         put(col, merge_index(col, old, pairs, set(remove), t))
     meta = dict(base.metadata)
     meta.update(metadata or {})
-    return base.evolve(
-        partitions=partitions,
-        files=base.files.changed(set(remove), added),
+    return with_catalog(
+        base,
+        new_cat,
+        change=Change(removing, added, replace_all),
         indices=indices,
         index_footers=footers,
         metadata=meta,
@@ -136,7 +146,7 @@ def apply_change(
             rows_added=sum(fd.rows for fd in add),
             rows_removed=rows_removed,
             files_added=len(add),
-            files_removed=len(remove),
+            files_removed=len(removing),
             bytes_added=sum(fd.size for fd in add),
             bytes_removed=bytes_removed,
             parameters=dict(parameters or {}),
@@ -324,6 +334,7 @@ def change_maker(
         assert doc.version is not None
         removed = [lbl for lbl in base.partitions if lbl in base.files]
         return doc.evolve(
+            change=Change((), doc.change.add, True),
             version=replace(
                 doc.version,
                 rows_removed=sum(base.files[lbl].rows for lbl in removed),

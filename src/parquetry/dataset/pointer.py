@@ -14,16 +14,21 @@ per commit. The per-dataset setting ``pointer`` (kept in parquetry's extension, 
 - ``manual``: only :func:`checkpoint` (``Dataset.checkpoint()``, ``parquetry checkpoint``).
 
 :func:`checkpoint` always rewrites the pointer for the newest version (after reconciling
-a kartothek write, see :mod:`parquetry.dataset.reconcile`).
+a kartothek write, see :mod:`parquetry.dataset.reconcile`), writes that version's
+checkpoint and records the pointer write in the head.
 
-Format-1 datasets (full version documents) rewrite the pointer after every commit whatever
-the setting: their readers find the newest version by probing one version at a time past
-the pointer, so a lagging pointer would make every open cost one GET per commit since.
+The commit (``commit.finish_commit``) asks :func:`commit_writes_pointer`; the head keeps
+the bookkeeping of the last pointer write (version shown, size, etag, effective mode).
+kartothek's writes are noticed by comparing the pointer's etag with the recorded one: a
+reader does it (one HEAD) only in effective ``every-commit`` mode, every commit does it
+(:func:`kartothek_wrote`) whatever the mode, so the next commit or checkpoint reconciles.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo, encode_document
@@ -35,7 +40,7 @@ from parquetry.dataset.reconcile import (
     reconciled_doc,
 )
 from parquetry.dataset.versions import LoadedState, list_version_numbers, read_pointer
-from parquetry.errors import InvalidArgument, MetadataCorrupted
+from parquetry.errors import InvalidArgument, MetadataCorrupted, ParquetryError
 from parquetry.store import Store
 
 __all__ = [
@@ -54,6 +59,7 @@ __all__ = [
 ]
 
 POINTER_MODES = ("every-commit", "auto", "manual")
+RECONCILE_OPERATION = "kartothek"
 DEFAULT_POINTER_MODE = "auto"
 SETTING = "pointer"
 #: ``auto`` rewrites the pointer after every commit up to this size (see
@@ -117,6 +123,32 @@ def pointer_mode(doc: DatasetDocument) -> str:
     return str(mode)
 
 
+def effective_mode(doc: DatasetDocument, pointer_bytes: int) -> str:
+    """What the setting means for a pointer of ``pointer_bytes``: ``auto`` below the
+    threshold is ``every-commit`` (recorded in the head: readers of an ``every-commit``
+    dataset check the pointer for kartothek's writes, one HEAD)."""
+    mode = pointer_mode(doc)
+    if mode == "auto" and pointer_bytes <= every_commit_bytes():
+        return "every-commit"
+    return mode
+
+
+def commit_writes_pointer(
+    doc: DatasetDocument, last: Mapping[str, Any], number: int, at_checkpoint: bool
+) -> bool:
+    """Whether the commit of ``doc`` (version ``number``) rewrites the pointer. ``last``:
+    the head's bookkeeping of the last pointer write (size, version shown), empty when
+    unknown (then the pointer is written, whatever the mode). A commit reconciling
+    kartothek's write always does, so kartothek's document is replaced exactly once."""
+    if doc.version is not None and doc.version.operation == RECONCILE_OPERATION:
+        return True
+    size = last.get("bytes")
+    shown = last.get("number")
+    if not isinstance(size, int) or not isinstance(shown, int):
+        return True  # a create (the pointer is what makes the dataset exist) or unknown
+    return pointer_due(pointer_mode(doc), size, number - shown, at_checkpoint)
+
+
 def with_pointer_mode(doc: DatasetDocument, mode: str) -> DatasetDocument:
     return doc.evolve(settings={**doc.settings, SETTING: check_pointer_mode(mode)})
 
@@ -125,14 +157,20 @@ def with_pointer_mode(doc: DatasetDocument, mode: str) -> DatasetDocument:
 
 
 def foreign_state(
-    store: Store, uuid: str, foreign: DatasetDocument, fmt: str, requests: int
+    store: Store,
+    uuid: str,
+    foreign: DatasetDocument,
+    fmt: str,
+    requests: int,
+    *,
+    hint: int | None = None,
 ) -> LoadedState:
     """What a reader sees when the pointer was written by kartothek (``foreign`` already
     carries the schema): the newest parquetry version with kartothek's change applied, in
     memory. Without parquetry versions, kartothek's document itself."""
     numbers = list_version_numbers(store, uuid)
     requests += 1
-    found = find_base(store, uuid, foreign, numbers) if numbers else None
+    found = find_base(store, uuid, foreign, numbers, hint=hint) if numbers else None
     if found is None:
         return LoadedState(
             doc=foreign, number=-1, foreign=True, pointer_format=fmt, requests=requests
@@ -160,6 +198,53 @@ def _newest(
     return number, doc
 
 
+#: Set while :func:`reconcile` commits, so its own commit does not look again.
+_RECONCILING: contextvars.ContextVar[bool] = contextvars.ContextVar("reconciling", default=False)
+
+
+def _last_pointer(doc: DatasetDocument) -> Mapping[str, Any]:
+    lineage = doc.lineage
+    pointer = getattr(lineage, "pointer", None)
+    return pointer if isinstance(pointer, Mapping) else {}
+
+
+def _head_pointer(store: Store, uuid: str) -> dict[str, Any]:
+    """The head's bookkeeping of the last pointer write ({} without a head)."""
+    from parquetry.dataset.head import decode_head, head_key
+
+    key = head_key(uuid)
+    try:
+        pointer = decode_head(store.get(key), key).get("pointer")
+    except ParquetryError:
+        return {}
+    if not isinstance(pointer, dict):
+        return {}
+    return {k: v for k, v in pointer.items() if k != "number" or isinstance(v, int)}
+
+
+def kartothek_wrote(store: Store, uuid: str, base: DatasetDocument) -> bool:
+    """Whether a commit on ``base`` must first reconcile a kartothek write: ``base`` is
+    kartothek's document, or the pointer is no longer the one parquetry last wrote and
+    has no parquetry extension (one HEAD; a GET only when the pointer changed)."""
+    if _RECONCILING.get():
+        return False
+    if base.version is None:
+        return True
+    last = _last_pointer(base)
+    etag = last.get("etag")
+    if not etag:
+        return False  # format 1: the pointer follows every commit; readers saw it
+    fmt = str(last.get("format") or "json")
+    key = metadata_key(uuid, fmt)
+    try:
+        if store.head(key).version == etag:
+            return False
+        pointer, _, _ = read_pointer(store, uuid)
+    except ParquetryError:
+        return False  # missing or unreadable: nothing of kartothek's to keep
+    return pointer.version is None
+
+
 def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | None:
     """Commit kartothek's change found in the pointer on top of the newest version.
 
@@ -171,7 +256,13 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
     from parquetry.dataset.commit import commit, now_iso
     from parquetry.dataset.versions import _complete_foreign, load_latest
 
-    pointer, fmt, _ = read_pointer(store, uuid)
+    try:
+        pointer, fmt, _ = read_pointer(store, uuid)
+    except MetadataCorrupted as exc:
+        # Unreadable: nothing of kartothek's to keep; the newest version replaces it.
+        state = load_latest(store, uuid)
+        fmt = "msgpack.zstd" if (exc.key or "").endswith(".zstd") else "json"
+        return state.doc, state.number, fmt
     if pointer.version is not None:
         state = load_latest(store, uuid)
         return state.doc, state.number, fmt
@@ -179,7 +270,7 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
     if not numbers:
         return None
     foreign, _ = _complete_foreign(store, pointer)
-    found = find_base(store, uuid, foreign, numbers)
+    found = find_base(store, uuid, foreign, numbers, hint=_head_pointer(store, uuid).get("number"))
     if found is None:
         return None
     base_number, base, known, _ = found
@@ -208,7 +299,7 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
             number=number,
             parent=number - 1,
             committed_at=now_iso(),
-            operation="kartothek",
+            operation=RECONCILE_OPERATION,
             schema=current.schema,
             add=files,
             remove=set(diff.removed) & current.partitions.keys(),
@@ -220,15 +311,19 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
         return doc
 
     stale = "msgpack.zstd" if fmt == "json" else "json"
-    committed = commit(
-        store,
-        uuid,
-        newest,
-        newest_number,
-        make,
-        pointer_format=fmt,
-        stale_format=stale,
-    )
+    token = _RECONCILING.set(True)
+    try:
+        committed = commit(
+            store,
+            uuid,
+            newest,
+            newest_number,
+            make,
+            pointer_format=fmt,
+            stale_format=stale,
+        )
+    finally:
+        _RECONCILING.reset(token)
     assert committed.version is not None
     return committed, committed.version.number, fmt
 
@@ -237,7 +332,9 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
 
 
 def checkpoint(store: Store, uuid: str) -> LoadedState:
-    """Rewrite the pointer for the newest version, reconciling a kartothek write first.
+    """Rewrite the pointer for the newest version, reconciling a kartothek write first;
+    on a format-2 dataset also write that version's checkpoint and record the pointer
+    write in the head.
 
     Idempotent; safe beside concurrent commits (the pointer is republished until no newer
     version exists, like a commit's own pointer update). Errors raise (unlike a commit's
@@ -251,14 +348,61 @@ def checkpoint(store: Store, uuid: str) -> LoadedState:
         return load_latest(store, uuid)
     doc, number, fmt = found
     for _ in range(64):
-        store.put(metadata_key(uuid, fmt), encode_document(doc, fmt))
-        newer, newest, _ = roll_forward(store, uuid, number)
+        data = encode_document(doc, fmt)
+        meta = store.put(metadata_key(uuid, fmt), data)
+        newer, newest, _ = roll_forward(store, uuid, number, doc)
         if newer is None:
             break
         doc, number = newer, newest
     other = "msgpack.zstd" if fmt == "json" else "json"
     store.delete(metadata_key(uuid, other), missing_ok=True)
+    pointer = {
+        "number": number,
+        "etag": meta.version,
+        "bytes": len(data),
+        "format": fmt,
+        "mode": effective_mode(doc, len(data)),
+    }
+    lineage = _checkpointed(store, uuid, doc, number, pointer)
+    if lineage is not None:
+        doc = doc.evolve(lineage=lineage)
     return LoadedState(doc=doc, number=number, foreign=False, pointer_format=fmt, requests=0)
+
+
+def _checkpointed(
+    store: Store, uuid: str, doc: DatasetDocument, number: int, pointer: dict[str, Any]
+) -> Any:
+    """Format 2: the checkpoint of version ``number`` and a head naming it and the pointer
+    just written (replacing a head of the same or an older version); the new lineage.
+    None for a format-1 dataset (no head)."""
+    from parquetry.dataset.checkpoint import write_checkpoint
+    from parquetry.dataset.head import Lineage, decode_head, encode_head, head_key
+    from parquetry.errors import NotFound, PreconditionFailed
+    from parquetry.store import Capability, PutMode
+
+    key = head_key(uuid)
+    if not store.exists(key):
+        return None
+    assert doc.version is not None
+    lineage = Lineage(number, write_checkpoint(store, doc), (), 0, pointer)
+    data = encode_head(number, doc.version.to_json(), lineage)
+    cas = store.supports(Capability.COMPARE_AND_SWAP)
+    for _ in range(16):
+        try:
+            stored = store.head(key)
+            if int(decode_head(store.get(key), key)["number"]) > number:
+                return lineage  # a newer commit's head (its pointer bookkeeping is newer)
+        except (NotFound, MetadataCorrupted):
+            stored = None
+        if not cas or stored is None or stored.version is None:
+            store.put(key, data)
+            return lineage
+        try:
+            store.put(key, data, mode=PutMode.UPDATE, expected_version=stored.version)
+            return lineage
+        except (PreconditionFailed, NotFound):
+            continue
+    return lineage
 
 
 def set_pointer_policy(store: Store, state: LoadedState, mode: str) -> LoadedState:

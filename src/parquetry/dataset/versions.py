@@ -12,6 +12,14 @@ import json
 import warnings
 from dataclasses import dataclass
 
+from parquetry.dataset.format2 import (
+    load_head_state,
+    load_state,
+    parse_version,
+    read_version,
+    roll_forward_state,
+    version_info,
+)
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo, decode_document
 from parquetry.dataset.naming import (
     common_metadata_key,
@@ -87,24 +95,14 @@ def read_pointer(store: Store, uuid: str) -> tuple[DatasetDocument, str, int]:
 
 
 def decode_version(data: bytes, key: str) -> DatasetDocument | None:
-    """A version document, or None for a tombstone left by garbage collection."""
-    if data.startswith(b'{"' + TOMBSTONE_KEY.encode()):
-        return None
-    return decode_document(data, "json", key=key)
+    """A full (format-1) version document, or None for a tombstone or a format-2 entry
+    (whose state needs its base: :func:`load_version`)."""
+    kind, value, _ = parse_version(data, key)
+    return value if kind == "doc" else None
 
 
 def load_version(store: Store, uuid: str, number: int) -> DatasetDocument:
-    key = version_key(uuid, number)
-    try:
-        data = store.get(key)
-    except NotFound:
-        raise DatasetNotFound(f"dataset {uuid!r} has no version {number}", key=key) from None
-    doc = decode_version(data, key)
-    if doc is None:
-        raise DatasetNotFound(
-            f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
-        )
-    return doc
+    return load_state(store, uuid, number)
 
 
 def load_version_or_none(store: Store, uuid: str, number: int) -> DatasetDocument | None:
@@ -114,21 +112,20 @@ def load_version_or_none(store: Store, uuid: str, number: int) -> DatasetDocumen
         return None
 
 
-def roll_forward(store: Store, uuid: str, number: int) -> tuple[DatasetDocument | None, int, int]:
-    """Newest version after ``number``: (doc or None if none newer, its number, GETs used)."""
-    latest: DatasetDocument | None = None
-    requests = 0
-    while True:
-        key = version_key(uuid, number + 1)
-        requests += 1
-        try:
-            data = store.get(key)
-        except NotFound:
-            return latest, number, requests
-        number += 1
-        doc = decode_version(data, key)
-        if doc is not None:
-            latest = doc
+def roll_forward(
+    store: Store, uuid: str, number: int, base: DatasetDocument | None = None
+) -> tuple[DatasetDocument | None, int, int]:
+    """Newest version after ``number``: (state or None if none newer, its number, GETs).
+
+    ``base`` is the state of ``number`` when the caller has it (entries apply to it)."""
+    doc, newest, requests, moved = roll_forward_state(store, uuid, base, number)
+    return (doc if moved else None), newest, requests
+
+
+def version_info_of(store: Store, uuid: str, number: int) -> VersionInfo | None:
+    """The VersionInfo of version ``number`` (one GET, no state), None if gone or expired."""
+    v = read_version(store, uuid, number)
+    return version_info(v) if v is not None else None
 
 
 def list_version_numbers(store: Store, uuid: str) -> list[int]:
@@ -213,7 +210,36 @@ def read_pointer_or_versions(store: Store, uuid: str) -> tuple[DatasetDocument, 
 
 
 def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
-    """The current state: the pointer, rolled forward past commits it does not show yet."""
+    """The current state: the head (format 2) or the pointer (format 1), rolled forward
+    past commits it does not show yet."""
+    from parquetry.dataset.pointerhook import foreign_pointer
+
+    got = load_head_state(store, uuid)
+    if got is not None:
+        doc, head, requests = got
+        pointer = head.get("pointer") or {}
+        fmt = str(pointer.get("format") or doc.metadata_format)
+        foreign = foreign_pointer(store, uuid, pointer)
+        requests += foreign[1]
+        if foreign[0] is not None:
+            # kartothek's change applied to the newest version (parquetry.dataset.pointer).
+            from parquetry.dataset.pointer import foreign_state
+
+            kdoc, kfmt = foreign[0]
+            kdoc, extra = _complete_foreign(store, kdoc)
+            shown = pointer.get("number")
+            hint = shown if isinstance(shown, int) else None
+            return foreign_state(store, uuid, kdoc, kfmt, requests + extra, hint=hint)
+        assert doc.version is not None
+        number = doc.version.number
+        if probe:
+            newer, newest, extra, moved = roll_forward_state(store, uuid, doc, number)
+            requests += extra
+            if moved and newer is not None:
+                doc, number = newer, newest
+        return LoadedState(
+            doc=doc, number=number, foreign=False, pointer_format=fmt, requests=requests
+        )
     doc, fmt, requests = read_pointer_or_versions(store, uuid)
     if doc.version is None:
         # kartothek wrote the pointer: its change applied to the newest parquetry version.
@@ -223,7 +249,7 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
         return foreign_state(store, uuid, doc, fmt, requests + extra)
     number = doc.version.number
     if probe:
-        newer, newest, extra = roll_forward(store, uuid, number)
+        newer, newest, extra = roll_forward(store, uuid, number, doc)
         requests += extra
         if newer is not None:
             doc, number = newer, newest
@@ -238,13 +264,10 @@ def history(store: Store, uuid: str) -> list[VersionInfo]:
     """Retained versions of the current incarnation, oldest first (one GET each)."""
     out: list[VersionInfo] = []
     for n in reversed(list_version_numbers(store, uuid)):
-        try:
-            doc = load_version(store, uuid, n)
-        except DatasetNotFound:
+        info = version_info_of(store, uuid, n)
+        if info is None or (out and info.epoch != out[0].epoch):
             continue
-        if doc.version is None or (out and doc.version.epoch != out[0].epoch):
-            continue
-        out.append(doc.version)
+        out.append(info)
     return out[::-1]
 
 

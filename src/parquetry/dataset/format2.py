@@ -1,0 +1,237 @@
+"""Opening format-2 states: head, checkpoints, entries (and format-1 documents among them).
+
+``_versions/<n>.json`` holds an entry (format 2), a full document (format 1, a *full
+entry*) or a tombstone. The newest state is the head's checkpoint root plus its tail,
+rolled forward past entries the head does not show yet (one probe GET when it is
+current). Version k is the newest checkpoint <= k plus entries up to k, or the newest
+full / self-contained entry <= k plus the entries after it.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+from parquetry.dataset.checkpoint import (
+    checkpoint_key,
+    decode_root,
+    list_checkpoints,
+    state_from_root,
+)
+from parquetry.dataset.docschema import parse_document_bytes
+from parquetry.dataset.entry import (
+    ENTRY_KEY,
+    apply_entry,
+    decode_entry,
+    empty_state,
+    self_contained,
+)
+from parquetry.dataset.head import Lineage, decode_head, head_key
+from parquetry.dataset.metadata import DatasetDocument, VersionInfo
+from parquetry.dataset.naming import version_key
+from parquetry.errors import DatasetNotFound, MetadataCorrupted, NotFound, PointerCorruptedWarning
+from parquetry.store import Store
+
+__all__ = [
+    "Version",
+    "advance",
+    "load_head_state",
+    "load_state",
+    "read_version",
+    "roll_forward_state",
+    "version_info",
+]
+
+TOMBSTONE_KEY = "parquetry_expired_version"
+
+#: What ``_versions/<n>.json`` holds: ("tombstone", None), ("doc", full document) or
+#: ("entry", entry body), and its size in bytes.
+Version = tuple[str, Any, int]
+
+
+def parse_version(data: bytes, key: str) -> Version:
+    if data.startswith(b'{"' + TOMBSTONE_KEY.encode()):
+        return ("tombstone", None, len(data))
+    if data.startswith(b'{"' + ENTRY_KEY.encode()):
+        try:
+            raw = json.loads(data)
+        except ValueError as exc:
+            raise MetadataCorrupted(f"{key}: invalid entry ({exc})", key=key) from None
+        return ("entry", decode_entry(raw, key), len(data))
+    raw = parse_document_bytes(data, "json", key=key)
+    return ("doc", DatasetDocument.from_dict(raw, key=key), len(data))
+
+
+def read_version(store: Store, uuid: str, number: int) -> Version | None:
+    """The parsed ``_versions/<number>.json``, or None if it does not exist."""
+    key = version_key(uuid, number)
+    try:
+        data = store.get(key)
+    except NotFound:
+        return None
+    return parse_version(data, key)
+
+
+def version_info(v: Version) -> VersionInfo | None:
+    kind, value, _ = v
+    if kind == "entry":
+        return VersionInfo.from_json(value["version"])
+    if kind == "doc":
+        return value.version  # type: ignore[no-any-return]
+    return None
+
+
+def advance(doc: DatasetDocument | None, v: Version, key: str) -> DatasetDocument | None:
+    """The state after version ``v`` on state ``doc`` (None: tombstone on no state)."""
+    kind, value, size = v
+    if kind == "tombstone":
+        return doc
+    if kind == "doc":
+        return value  # type: ignore[no-any-return]
+    if doc is None:
+        if not self_contained(value):
+            return None
+        doc = empty_state(key.split("/", 1)[0])
+    lineage: Lineage | None = doc.lineage
+    new = apply_entry(doc, value, key)
+    if lineage is not None:
+        new = new.evolve(lineage=lineage.extended(value, size))
+    return new
+
+
+def roll_forward_state(
+    store: Store, uuid: str, doc: DatasetDocument | None, number: int
+) -> tuple[DatasetDocument | None, int, int, bool]:
+    """(state, newest number, GETs, whether anything newer landed) after ``number``.
+
+    ``doc`` is the state of ``number`` (None: unknown; then a newer delta entry can only be
+    applied to the state loaded from scratch)."""
+    requests = 0
+    moved = False
+    while True:
+        requests += 1
+        v = read_version(store, uuid, number + 1)
+        if v is None:
+            return doc, number, requests, moved
+        number += 1
+        moved = True
+        if doc is None and v[0] == "entry" and not self_contained(v[1]):
+            doc = load_state(store, uuid, number)
+            continue
+        doc = advance(doc, v, version_key(uuid, number))
+
+
+def _from_root(store: Store, uuid: str, c: int, root: Any) -> DatasetDocument:
+    key = checkpoint_key(uuid, c)
+    if root is None:
+        try:
+            root = decode_root(store.get(key), key)
+        except NotFound:
+            raise MetadataCorrupted(f"checkpoint {key} is missing", key=key) from None
+    doc = state_from_root(store, uuid, root, key)
+    return doc.evolve(lineage=Lineage(c, root))
+
+
+def load_head_state(store: Store, uuid: str) -> tuple[DatasetDocument, dict[str, Any], int] | None:
+    """(state of the head, head body, requests), or None when there is no head; a corrupted
+    head (or one naming a lost checkpoint) falls back to listing, with a warning."""
+    key = head_key(uuid)
+    try:
+        data = store.get(key)
+    except NotFound:
+        return None
+    try:
+        head = decode_head(data, key)
+        c = head["checkpoint"]
+        requests = 1
+        if c is None:
+            doc: DatasetDocument | None = None
+            lineage = Lineage(None, None)
+        else:
+            requests += head["root"] is None
+            doc = _from_root(store, uuid, c, head["root"])
+            lineage = doc.lineage
+        for body in head["tail"]:
+            n = body["version"]["number"]
+            size = len(json.dumps(body, separators=(",", ":")))
+            if doc is None:
+                doc = empty_state(uuid).evolve(lineage=lineage)
+            doc = advance(doc, ("entry", decode_entry({ENTRY_KEY: body}, key), size), key)
+            assert doc is not None
+            _ = n
+        if doc is None:
+            raise MetadataCorrupted(f"{key}: empty head", key=key)
+        return doc.evolve(lineage=doc.lineage and _with_pointer(doc.lineage, head)), head, requests
+    except MetadataCorrupted as exc:
+        found = _newest_by_listing(store, uuid)
+        if found is None:
+            raise
+        warnings.warn(
+            PointerCorruptedWarning(
+                f"the head {key} of dataset {uuid!r} is unreadable ({exc}); using checkpoint "
+                f"and entries found by listing (run repair to rewrite it)"
+            ),
+            stacklevel=4,
+        )
+        return found, {"pointer": {}}, 3
+
+
+def _with_pointer(lineage: Lineage, head: dict[str, Any]) -> Lineage:
+    pointer = head.get("pointer") or {}
+    return Lineage(lineage.checkpoint, lineage.root, lineage.tail, lineage.tail_bytes, pointer)
+
+
+def _newest_by_listing(store: Store, uuid: str) -> DatasetDocument | None:
+    for c in reversed(list_checkpoints(store, uuid)):
+        try:
+            doc = _from_root(store, uuid, c, None)
+        except MetadataCorrupted:
+            continue
+        newer, _, _, _ = roll_forward_state(store, uuid, doc, c)
+        return newer
+    return None
+
+
+def load_state(store: Store, uuid: str, number: int) -> DatasetDocument:
+    """The state of version ``number`` (DatasetNotFound if it does not exist or expired)."""
+    key = version_key(uuid, number)
+    v = read_version(store, uuid, number)
+    if v is None:
+        raise DatasetNotFound(f"dataset {uuid!r} has no version {number}", key=key)
+    if v[0] == "tombstone":
+        raise DatasetNotFound(
+            f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
+        )
+    if v[0] == "doc" or self_contained(v[1]):
+        doc = advance(None, v, key)
+        assert doc is not None
+        return doc
+    checkpoints = [c for c in list_checkpoints(store, uuid) if c <= number]
+    if checkpoints and checkpoints[-1] == number:
+        return _from_root(store, uuid, number, None)
+    chain: list[Version] = [v]
+    base: DatasetDocument | None = None
+    start = checkpoints[-1] if checkpoints else -1
+    n = number - 1
+    while n > start:
+        prev = read_version(store, uuid, n)
+        if prev is None or prev[0] == "tombstone":
+            raise MetadataCorrupted(
+                f"version {number} of dataset {uuid!r} needs version {n}, which is gone",
+                key=version_key(uuid, n),
+            )
+        chain.append(prev)
+        if prev[0] == "doc" or self_contained(prev[1]):
+            break
+        n -= 1
+    else:
+        if start >= 0:
+            base = _from_root(store, uuid, start, None)
+    chain.reverse()
+    first = number - len(chain) + 1
+    for i, ver in enumerate(chain):
+        base = advance(base, ver, version_key(uuid, first + i))
+    if base is None:
+        raise MetadataCorrupted(f"version {number} of dataset {uuid!r} has no base", key=key)
+    return base

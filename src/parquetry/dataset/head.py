@@ -1,0 +1,156 @@
+"""The head ``<uuid>/_head.json``: where opening the newest version starts.
+
+``{"parquetry_head": {"format": 2, "number": n, "incarnation": id, "epoch": e,
+"checkpoint": c | null, "root": <root of c> | null, "tail": [entry c+1, ..., entry n],
+"pointer": {"number": p, "etag": ..., "mode": ..., "bytes": ...}}}``
+
+The root is inline when its JSON is at most ``ROOT_INLINE_BYTES``; ``checkpoint`` is null
+only before a dataset's first checkpoint (the tail then starts with its self-contained
+creating entry). The head is a cache of what ``_versions`` and ``_checkpoints`` hold:
+readers probe past it, so a head write that failed or lags loses nothing. It only moves
+forward: a writer replaces it (compare-and-swap) only while the stored number is lower.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from parquetry.errors import (
+    AlreadyExists,
+    MetadataCorrupted,
+    NotFound,
+    ParquetryError,
+    PreconditionFailed,
+)
+from parquetry.store import Capability, PutMode, Store
+
+__all__ = [
+    "CHECKPOINT_ENTRIES",
+    "CHECKPOINT_TAIL_BYTES",
+    "HEAD_KEY",
+    "ROOT_INLINE_BYTES",
+    "Lineage",
+    "decode_head",
+    "encode_head",
+    "head_key",
+    "write_head",
+]
+
+HEAD_KEY = "parquetry_head"
+#: A checkpoint is written once this many entries follow the last one ...
+CHECKPOINT_ENTRIES = 100
+#: ... or once the entries since it (the head's tail) are this big.
+CHECKPOINT_TAIL_BYTES = 64 * 1024
+#: Roots up to this size are copied into the head (no GET of the checkpoint to open).
+ROOT_INLINE_BYTES = 64 * 1024
+
+
+def head_key(uuid: str) -> str:
+    return f"{uuid}/_head.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """How a format-2 state is reached: checkpoint ``checkpoint`` (its root when known) and
+    the entry bodies after it (``tail``), plus the pointer bookkeeping."""
+
+    checkpoint: int | None
+    root: Mapping[str, Any] | None
+    tail: tuple[Mapping[str, Any], ...] = ()
+    tail_bytes: int = 0
+    pointer: Mapping[str, Any] = field(default_factory=dict)
+
+    def extended(self, body: Mapping[str, Any], size: int) -> Lineage:
+        return Lineage(
+            self.checkpoint, self.root, (*self.tail, body), self.tail_bytes + size, self.pointer
+        )
+
+    def checkpoint_due(self) -> bool:
+        return len(self.tail) >= CHECKPOINT_ENTRIES or self.tail_bytes >= CHECKPOINT_TAIL_BYTES
+
+
+def encode_head(number: int, info: Mapping[str, Any], lineage: Lineage) -> bytes:
+    root = lineage.root
+    if root is not None and len(json.dumps(root, separators=(",", ":"))) > ROOT_INLINE_BYTES:
+        root = None
+    body = {
+        "format": 2,
+        "number": number,
+        "incarnation": info.get("incarnation", ""),
+        "epoch": info.get("epoch", 0),
+        "checkpoint": lineage.checkpoint,
+        "root": root,
+        "tail": list(lineage.tail),
+        "pointer": dict(lineage.pointer),
+    }
+    return json.dumps({HEAD_KEY: body}, separators=(",", ":")).encode()
+
+
+def decode_head(data: bytes, key: str) -> dict[str, Any]:
+    """The checked head body; MetadataCorrupted when it is not one."""
+    try:
+        body = json.loads(data)[HEAD_KEY]
+        if not isinstance(body, dict) or body.get("format") != 2:
+            raise ValueError("not a format-2 head")
+        number, c, tail = body["number"], body["checkpoint"], body["tail"]
+        if not isinstance(number, int) or not isinstance(tail, list):
+            raise ValueError("bad number or tail")
+        first = (c + 1) if c is not None else number - len(tail) + 1
+        if c is not None and number != c + len(tail):
+            raise ValueError(f"tail of {len(tail)} entries does not lead from {c} to {number}")
+        for i, entry in enumerate(tail):
+            if entry["version"]["number"] != first + i:
+                raise ValueError("tail entries out of order")
+        if c is None and (not tail or tail[0]["version"].get("parent") is not None):
+            if not tail or not tail[0].get("replace_all"):
+                raise ValueError("no checkpoint and no creating entry")
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise MetadataCorrupted(f"{key}: invalid head ({exc})", key=key) from None
+    return body
+
+
+def _stored_number(store: Store, key: str) -> int | None:
+    try:
+        return int(decode_head(store.get(key), key)["number"])
+    except (NotFound, MetadataCorrupted):
+        return None
+
+
+def write_head(store: Store, uuid: str, number: int, data: bytes) -> None:
+    """Replace the head by ``data`` (version ``number``) unless a newer one is stored.
+
+    Best effort after the commit point: failures are swallowed (readers probe past a
+    lagging head; a corrupted or missing one makes them list ``_checkpoints``).
+    """
+    key = head_key(uuid)
+    try:
+        if not store.supports(Capability.COMPARE_AND_SWAP):
+            stored = _stored_number(store, key)
+            if stored is None or stored < number:
+                store.put(key, data)
+            return
+        for _ in range(64):
+            try:
+                meta = store.head(key)
+            except NotFound:
+                try:
+                    store.put(key, data, mode=PutMode.CREATE)
+                    return
+                except AlreadyExists:
+                    continue
+            stored = _stored_number(store, key)
+            if stored is not None and stored >= number:
+                return  # a later commit's head includes ours
+            if meta.version is None:
+                store.put(key, data)
+                return
+            try:
+                store.put(key, data, mode=PutMode.UPDATE, expected_version=meta.version)
+                return
+            except (PreconditionFailed, NotFound):
+                continue
+    except ParquetryError:
+        return
