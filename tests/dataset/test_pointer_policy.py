@@ -215,3 +215,26 @@ def test_checkpoint_reconciles_and_is_safe_beside_commits(tmp_path: Path) -> Non
     newest = Dataset.open(store, UUID)
     assert len(_ids(newest)) == 4 + 4 + 8
     assert _pointer(store)["parquetry"]["version"]["number"] == newest.version
+
+
+def test_next_commit_reconciles_a_manual_dataset(tmp_path: Path) -> None:
+    """``manual``: readers do not look at the pointer, but the next commit does (one HEAD),
+    also from a Dataset object opened before kartothek wrote."""
+    store = LocalStore(tmp_path)
+    ds = Dataset.create(
+        store, UUID, _table(range(4), "DE"), partition_on=["country"], pointer_policy="manual"
+    )
+    ds = ds.append(_table(range(4, 6), "FR"))
+    stale = _pointer(store)
+    assert stale["parquetry"]["version"]["number"] == 0, "manual: only the create wrote it"
+    (de,) = stale["partitions"]
+    _imitate_kartothek(store, tmp_path, stale, drop=de, add_from=de)
+    assert _ids(Dataset.open(store, UUID)) == [0, 1, 2, 3, 4, 5], "not seen by readers yet"
+    ds = ds.append(_table(range(6, 8), "NL"))
+    assert [v.operation for v in ds.versions()][-2:] == ["kartothek", "append"]
+    assert _ids(Dataset.open(store, UUID)) == list(range(8))
+    shown = _pointer(store)["parquetry"]["version"]["number"]
+    assert shown == ds.version - 1, "the reconciling commit replaced kartothek's document"
+    ds = ds.append(_table(range(8, 9), "NL"))
+    assert [v.operation for v in ds.versions()][-3:] == ["kartothek", "append", "append"]
+    assert _ids(Dataset.open(store, UUID)) == list(range(9))
