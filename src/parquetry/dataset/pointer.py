@@ -37,6 +37,7 @@ from parquetry.dataset.reconcile import (
     added_files,
     find_base,
     kartothek_diff,
+    kartothek_indices,
     reconciled_doc,
 )
 from parquetry.dataset.versions import LoadedState, list_version_numbers, read_pointer
@@ -235,9 +236,10 @@ def kartothek_wrote(store: Store, uuid: str, base: DatasetDocument) -> bool:
     if not etag:
         return False  # format 1: the pointer follows every commit; readers saw it
     fmt = str(last.get("format") or "json")
-    key = metadata_key(uuid, fmt)
     try:
-        if store.head(key).version == etag:
+        # kartothek updating a msgpack dataset writes JSON beside it (readers prefer it).
+        json_beside = fmt != "json" and store.exists(metadata_key(uuid, "json"))
+        if not json_beside and store.head(metadata_key(uuid, fmt)).version == etag:
             return False
         pointer, _, _ = read_pointer(store, uuid)
     except ParquetryError:
@@ -287,7 +289,11 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
         assert current is not None
         assert current.schema is not None
         override = {}
-        if diff.built:
+        if current.version is not None and current.version.number == diff.base:
+            # kartothek read this very version: its index files are exactly the new state's
+            # (and kartothek's own GC may already have deleted the ones they replace).
+            override = kartothek_indices(store, current, foreign)
+        elif diff.built:
             target = reconciled_doc(current, foreign, diff)
             for col in diff.built:
                 if col in current.indices or col not in current.schema.names:
@@ -305,7 +311,7 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
             remove=set(diff.removed) & current.partitions.keys(),
             metadata=diff.metadata,
             index_override=override or None,
-            new_indices=tuple(override),
+            new_indices=tuple(c for c in override if c not in current.indices),
             parameters={"base": str(base_number)},
         )
         return doc

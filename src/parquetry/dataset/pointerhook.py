@@ -52,7 +52,10 @@ def foreign_pointer(
     fmt = str(last.get("format") or "json")
     key = metadata_key(uuid, fmt)
     try:
-        if store.head(key).version == etag:
+        if fmt != "json" and store.exists(metadata_key(uuid, "json")):
+            # kartothek updating a msgpack dataset writes JSON beside it (readers prefer it).
+            fmt, key = "json", metadata_key(uuid, "json")
+        elif store.head(key).version == etag:
             return None, 1
         doc = decode_document(store.get(key), fmt, key=key)
     except NotFound:

@@ -47,7 +47,14 @@ from parquetry.dataset.write import FileDescription
 from parquetry.errors import DatasetNotFound, MetadataCorrupted
 from parquetry.store import Store
 
-__all__ = ["KartothekDiff", "find_base", "kartothek_diff", "reconciled_doc"]
+__all__ = [
+    "KartothekDiff",
+    "added_files",
+    "find_base",
+    "kartothek_diff",
+    "kartothek_indices",
+    "reconciled_doc",
+]
 
 #: Versions examined (newest first) when looking for the one kartothek read.
 BASE_SCAN_LIMIT = 256
@@ -267,3 +274,20 @@ def reconciled_doc(
         metadata=meta,
         version=None,
     )
+
+
+def kartothek_indices(
+    store: Store, base: DatasetDocument, foreign: DatasetDocument
+) -> dict[str, Any]:
+    """The index columns kartothek rewrote, loaded from its files (``IndexData``), for a
+    reconcile on the very version kartothek read."""
+    from parquetry.dataset.indices import load_index
+
+    assert base.schema is not None
+    out: dict[str, Any] = {}
+    for col, ref in foreign.indices.items():
+        if ref == base.indices.get(col) or col not in base.schema.names:
+            continue
+        t = normalise_type(base.schema.field(col).type)
+        out[col] = load_index(store, col, ref, t)
+    return out
