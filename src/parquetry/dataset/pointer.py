@@ -34,6 +34,7 @@ from typing import Any
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo, encode_document
 from parquetry.dataset.naming import metadata_key
 from parquetry.dataset.reconcile import (
+    KartothekDiff,
     added_files,
     find_base,
     kartothek_diff,
@@ -41,6 +42,7 @@ from parquetry.dataset.reconcile import (
     reconciled_doc,
 )
 from parquetry.dataset.versions import LoadedState, list_version_numbers, read_pointer
+from parquetry.dataset.write import FileDescription
 from parquetry.errors import InvalidArgument, MetadataCorrupted, ParquetryError
 from parquetry.store import Store
 
@@ -279,8 +281,15 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
     newest_number, newest = _newest(store, uuid, numbers, base_number, base)
     diff = kartothek_diff(base_number, base, foreign, known)
     if diff.empty:
-        return newest, newest_number, fmt
+        # kartothek rewrote the pointer without a change: ours again, so it is not read
+        # again by every commit.
+        doc, number, _ = _publish(store, uuid, newest, newest_number, fmt)
+        return doc, number, fmt
     files = added_files(store, newest, base, foreign, diff)
+    try:
+        etag = store.head(metadata_key(uuid, fmt)).version or ""
+    except ParquetryError:
+        etag = ""
 
     def make(current: DatasetDocument | None, number: int) -> DatasetDocument:
         from parquetry.dataset.indexbuild import index_builder
@@ -288,6 +297,10 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
 
         assert current is not None
         assert current.schema is not None
+        if _already_applied(current, diff, files):
+            raise _Reconciled(current, number - 1)  # another writer committed it first
+        if etag and number - 1 > newest_number:
+            _check_not_reconciled(store, uuid, newest_number + 1, number, etag, current)
         override = {}
         if current.version is not None and current.version.number == diff.base:
             # kartothek read this very version: its index files are exactly the new state's
@@ -312,7 +325,7 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
             metadata=diff.metadata,
             index_override=override or None,
             new_indices=tuple(c for c in override if c not in current.indices),
-            parameters={"base": str(base_number)},
+            parameters={"base": str(base_number), "pointer": etag},
         )
         return doc
 
@@ -328,10 +341,53 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
             pointer_format=fmt,
             stale_format=stale,
         )
+    except _Reconciled as done:
+        return done.doc, done.number, fmt
     finally:
         _RECONCILING.reset(token)
     assert committed.version is not None
     return committed, committed.version.number, fmt
+
+
+def _already_applied(
+    current: DatasetDocument, diff: KartothekDiff, files: list[FileDescription]
+) -> bool:
+    """Whether ``current`` already holds kartothek's change: one of its new partitions
+    (fresh names only a reconcile puts there), or, for a change without additions, none of
+    its removals left and its metadata and indices in place."""
+    if files:
+        return any(f.label in current.partitions for f in files)
+    return (
+        not (diff.removed & current.partitions.keys())
+        and all(current.metadata.get(k) == v for k, v in diff.metadata.items())
+        and all(c in current.indices for c in diff.built)
+    )
+
+
+class _Reconciled(Exception):
+    """Another writer committed this kartothek write first (same pointer etag)."""
+
+    def __init__(self, doc: DatasetDocument, number: int):
+        super().__init__(number)
+        self.doc = doc
+        self.number = number
+
+
+def _check_not_reconciled(
+    store: Store, uuid: str, first: int, number: int, etag: str, current: DatasetDocument
+) -> None:
+    """Raise _Reconciled when a version in ``first .. number-1`` (commits that beat ours)
+    already reconciled the kartothek pointer with ``etag``."""
+    from parquetry.dataset.versions import version_info_of
+
+    for k in range(first, number):
+        info = version_info_of(store, uuid, k)
+        if (
+            info is not None
+            and info.operation == RECONCILE_OPERATION
+            and info.parameters.get("pointer") == etag
+        ):
+            raise _Reconciled(current, number - 1)
 
 
 # --- checkpoint and settings -----------------------------------------------------------------
@@ -346,13 +402,27 @@ def checkpoint(store: Store, uuid: str) -> LoadedState:
     version exists, like a commit's own pointer update). Errors raise (unlike a commit's
     best-effort pointer update): the caller asked for exactly this write.
     """
-    from parquetry.dataset.versions import load_latest, roll_forward
+    from parquetry.dataset.versions import load_latest
 
     found = reconcile(store, uuid)
     if found is None:
         # Only kartothek ever wrote this dataset: its pointer is all there is.
         return load_latest(store, uuid)
     doc, number, fmt = found
+    doc, number, lineage = _publish(store, uuid, doc, number, fmt)
+    if lineage is not None:
+        doc = doc.evolve(lineage=lineage)
+    return LoadedState(doc=doc, number=number, foreign=False, pointer_format=fmt, requests=0)
+
+
+def _publish(
+    store: Store, uuid: str, doc: DatasetDocument, number: int, fmt: str
+) -> tuple[DatasetDocument, int, Any]:
+    """Write the pointer for the newest version (republishing while newer ones land), then
+    on format 2 that version's checkpoint and the head's pointer bookkeeping. Returns the
+    version shown and the new lineage (None on format 1)."""
+    from parquetry.dataset.versions import roll_forward
+
     for _ in range(64):
         data = encode_document(doc, fmt)
         meta = store.put(metadata_key(uuid, fmt), data)
@@ -369,10 +439,7 @@ def checkpoint(store: Store, uuid: str) -> LoadedState:
         "format": fmt,
         "mode": effective_mode(doc, len(data)),
     }
-    lineage = _checkpointed(store, uuid, doc, number, pointer)
-    if lineage is not None:
-        doc = doc.evolve(lineage=lineage)
-    return LoadedState(doc=doc, number=number, foreign=False, pointer_format=fmt, requests=0)
+    return doc, number, _checkpointed(store, uuid, doc, number, pointer)
 
 
 def _checkpointed(
