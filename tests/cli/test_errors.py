@@ -42,8 +42,10 @@ def test_corrupt_metadata(lake: Lake, command: list[str]) -> None:
 @pytest.mark.parametrize("command", COMMANDS[:3], ids=lambda c: c[0])
 def test_corrupt_metadata_without_versions(lake: Lake, command: list[str]) -> None:
     """Nothing to fall back to (no version documents): one error line naming the dataset."""
-    for meta in list(lake.store.list("orders/_versions")):
-        lake.store.delete(meta.key)
+    for prefix in ("orders/_versions", "orders/_checkpoints"):
+        for meta in list(lake.store.list(prefix)):
+            lake.store.delete(meta.key)
+    lake.store.delete("orders/_head.json", missing_ok=True)  # format 2's head
     lake.store.put(metadata_key("orders"), b"{not json")
     result = lake.run(command[0], "orders", *command[1:])
     assert result.exit_code == 1

@@ -5,7 +5,7 @@
     {"format": 2, "version": <VersionInfo>, "schema": b64, "partition_keys": [...],
      "metadata": {...}, "encryption": ... | null, "metadata_format": "json",
      "indices": {column: {"pieces": [<IndexFooter>], "dead": []}},
-     "files": <number of partitions>,
+     "files": <number of partitions>, "tables": [table names every partition has],
      "segments": [{"key", "count", "first", "last", "run"} | {"inline": [[label, files, info]]}]}
 
 Written create-if-absent (the content is a function of the state: a lost race is fine).
@@ -84,7 +84,8 @@ def state_from_root(store: Store, uuid: str, root: Mapping[str, Any], key: str) 
     """The state a root describes; its segments load lazily."""
     fields = apply_sets(empty_state(uuid), root, key)
     fields["version"] = VersionInfo.from_json(root["version"])
-    segs = SegmentSet(store, root["segments"]) if root["segments"] else None
+    tables = root.get("tables") or ()
+    segs = SegmentSet(store, root["segments"], tables) if root["segments"] else None
     return _with_catalog(empty_state(uuid), Catalog(segs), **fields)
 
 
@@ -152,6 +153,7 @@ def write_checkpoint(store: Store, doc: DatasetDocument) -> dict[str, Any]:
     cat = catalog_of(doc)
     root = _root_fields(doc)
     root["files"] = cat.count
+    root["tables"] = list(doc.tables) if cat.count else []
     root["segments"] = _segments(store, doc.uuid, cat)
     key = checkpoint_key(doc.uuid, doc.version.number)
     try:

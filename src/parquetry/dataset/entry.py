@@ -196,7 +196,9 @@ def apply_sets(doc: DatasetDocument, sets: Mapping[str, Any], key: str) -> dict[
 def apply_entry(doc: DatasetDocument, body: Mapping[str, Any], key: str) -> DatasetDocument:
     """The state after entry ``body`` on state ``doc``."""
     adds = {lbl: (files, info) for lbl, files, info in body["add"]}
-    cat = catalog_of(doc).changed(body["remove"], adds, replace_all=bool(body["replace_all"]))
+    cat = catalog_of(doc).changed(
+        body["remove"], adds, replace_all=bool(body["replace_all"]), trusted=True
+    )
     changes = apply_sets(doc, body.get("set", {}), key)
     changes["version"] = VersionInfo.from_json(body["version"])
     changes["explicit_partitions"] = True

@@ -253,7 +253,9 @@ def garbage_collect(
         dropped |= set(files)
     meta_keep = _keep_chains(store, uuid, vs, retained, expired)
     stamp = now.isoformat()
-    for n in expired:
+    # Newest first: an expired version not tombstoned yet (GC interrupted) is still whole,
+    # as the entries its state is replayed from are older.
+    for n in reversed(expired):
         store.put(version_key(uuid, n), tombstone_bytes(n, stamp))
     victims = sorted(dropped - keep - live_intent_keys)
     _delete_all(store, victims)

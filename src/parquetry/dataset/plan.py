@@ -8,7 +8,8 @@ selective, then partition values, then per-file statistics); conjunctions are un
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,25 @@ class PrunedPartition:
 
     reason: str  # "partition key" | "secondary index" | "statistics"
     column: str
-    labels: frozenset[str]
+    labels: AbstractSet[str]
+
+
+class _Rest(AbstractSet[str]):
+    """The labels of ``doc`` except ``exclude``, materialised only when iterated: a plan
+    whose every conjunction uses an index never lists the whole (lazy) catalog."""
+
+    def __init__(self, doc: DatasetDocument, exclude: set[str]):
+        self.doc, self.exclude = doc, exclude
+
+    def __contains__(self, label: object) -> bool:
+        return label not in self.exclude and label in self.doc.partitions
+
+    def __iter__(self) -> Iterator[str]:
+        return (x for x in self.doc.partitions if x not in self.exclude)
+
+    def __len__(self) -> int:
+        present = sum(1 for x in self.exclude if x in self.doc.partitions)
+        return len(self.doc.partitions) - present
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,21 +109,29 @@ def make_plan(
     requests: int,
     request_keys: tuple[str, ...],
 ) -> ScanPlan:
-    """Choose the files of ``doc`` that may hold rows matching ``dnf``."""
-    labels = list(doc.partitions)
+    """Choose the files of ``doc`` that may hold rows matching ``dnf``.
+
+    When every conjunction has an indexed literal, only the labels the indices return are
+    looked up (a lazy catalog loads just the segments holding them)."""
+    lazy = dnf is not None and all(
+        any(lit.column in indices and lit.op != "is null" for lit in conj)
+        or _label_prefix(doc, conj) is not None
+        for conj in dnf
+    )
+    labels: list[str] | None = None if lazy else list(doc.partitions)
     table = doc.tables[0]
-    first_reasons: list[tuple[str, str, set[str]]] = []
+    first_reasons: list[tuple[str, str, Any]] = []
     if dnf is None:
         keep = set(labels)
     else:
         keep = set()
         for i, conj in enumerate(dnf):
-            reasons: list[tuple[str, str, set[str]]] = []
+            reasons: list[tuple[str, str, Any]] = []
             keep |= _conjunction(conj, labels, doc, schema, partition_values, indices, reasons)
             if i == 0:
                 first_reasons = reasons
     files = []
-    for label in labels:
+    for label in labels if labels is not None else sorted(keep):
         if label not in keep:
             continue
         info = doc.files.get(label, None)
@@ -120,7 +147,11 @@ def make_plan(
         )
     pruned = []
     for reason, column, removed in first_reasons:
-        gone = frozenset(removed - keep)
+        gone: AbstractSet[str] = (
+            _Rest(doc, removed.exclude | keep)
+            if isinstance(removed, _Rest)
+            else frozenset(removed - keep)
+        )
         if gone:
             pruned.append(PrunedPartition(reason=reason, column=column, labels=gone))
     return ScanPlan(
@@ -133,23 +164,55 @@ def make_plan(
     )
 
 
+def _label_prefix(doc: DatasetDocument, conj: tuple[Literal, ...]) -> str | None:
+    """``k=v/`` when ``conj`` fixes the leading partition key ``k`` to an integer or string
+    ``v`` (spelled one way only in labels): its labels are one range of the sorted catalog."""
+    from parquetry.dataset.naming import quote_component
+
+    if not doc.partition_keys or not hasattr(doc.partitions, "with_prefix"):
+        return None
+    key = doc.partition_keys[0]
+    for lit in conj:
+        if lit.column != key or lit.op != "==" or lit.value is None:
+            continue
+        t = lit.type
+        if (pa.types.is_integer(t) and isinstance(lit.value, int)) or (
+            pa.types.is_string(t) and isinstance(lit.value, str) and lit.value
+        ):
+            return f"{quote_component(key)}={quote_component(str(lit.value))}/"
+    return None
+
+
+def _with_prefix(doc: DatasetDocument, prefix: str) -> list[str]:
+    return list(doc.partitions.with_prefix(prefix))  # type: ignore[attr-defined]
+
+
 def _conjunction(
     conj: tuple[Literal, ...],
-    labels: list[str],
+    labels: list[str] | None,
     doc: DatasetDocument,
     schema: pa.Schema,
     partition_values: Callable[[str], tuple[tuple[str, Any], ...]],
     indices: Mapping[str, IndexLookup],
-    reasons: list[tuple[str, str, set[str]]],
+    reasons: list[tuple[str, str, Any]],
 ) -> set[str]:
     """Labels satisfying one conjunction; ``reasons`` gets (reason, column, removed) steps."""
     keys = set(doc.partition_keys)
-    current = set(labels)
+    current: set[str] | None = set(labels) if labels is not None else None
     for lit in conj:
         if lit.column in indices and lit.op != "is null":
             hits = indices[lit.column].lookup(lit)
+            if current is None:  # lazy: the index's labels that are in the state
+                current = {x for x in hits if x in doc.partitions}
+                reasons.append((BY_INDEX, lit.column, _Rest(doc, set(current))))
+                continue
             reasons.append((BY_INDEX, lit.column, current - hits))
             current &= hits
+    if current is None:  # lazy without an index: the labels under the leading key's value
+        prefix = _label_prefix(doc, conj)
+        assert prefix is not None
+        current = set(_with_prefix(doc, prefix))
+        reasons.append((BY_PARTITION, doc.partition_keys[0], _Rest(doc, set(current))))
     for lit in conj:
         if lit.column in keys:
             kept = {x for x in current if eval_scalar(lit, dict(partition_values(x))[lit.column])}

@@ -131,6 +131,8 @@ class VersionReader:
         columns = sorted({lit.column for conj in dnf or () for lit in conj})
         indices = {c: self._index(c) for c in columns if c in self._doc.indices}
         before = {c: (ix.requests, len(ix.keys)) for c, ix in indices.items()}
+        segs = getattr(getattr(self._doc.partitions, "catalog", None), "segments", None)
+        loaded = len(segs.keys) if segs is not None else 0
         plan = make_plan(
             self._doc,
             self.schema,
@@ -143,6 +145,9 @@ class VersionReader:
         )
         keys = [k for c, ix in indices.items() for k in ix.keys[before[c][1] :]]
         used = sum(ix.requests - before[c][0] for c, ix in indices.items())
+        if segs is not None:  # segments a lazy catalog loaded for this plan
+            keys += segs.keys[loaded:]
+            used += len(segs.keys) - loaded
         return replace(plan, requests=self._open_requests + used, request_keys=tuple(keys))
 
     def read_file(

@@ -84,14 +84,20 @@ def write_run(store: Store, uuid: str, entries: list[list[Any]]) -> list[dict[st
 class SegmentSet:
     """The segments of one root, each loaded at most once (thread-safe)."""
 
-    __slots__ = ("_lock", "_loaded", "descriptors", "loads", "store")
+    __slots__ = ("_lock", "_loaded", "descriptors", "keys", "loads", "store", "tables")
 
-    def __init__(self, store: Store, descriptors: Sequence[dict[str, Any]]):
+    def __init__(
+        self, store: Store, descriptors: Sequence[dict[str, Any]], tables: Sequence[str] = ()
+    ):
         self.store = store
+        #: The tables every partition has (from the root), so naming them needs no GET.
+        self.tables = tuple(tables)
         self.descriptors = list(descriptors)
         self._loaded: dict[int, dict[str, tuple[dict[str, str], Any]]] = {}
         self._lock = threading.Lock()
         self.loads = 0
+        #: Keys of the segments loaded so far, in order (what planning reports).
+        self.keys: list[str] = []
 
     @property
     def count(self) -> int:
@@ -115,6 +121,7 @@ class SegmentSet:
             seg = decode_segment(data, key)
             with self._lock:
                 self.loads += 1
+                self.keys.append(key)
         self._loaded[i] = seg
         return seg
 

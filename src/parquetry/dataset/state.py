@@ -71,12 +71,29 @@ class Catalog:
         yield from self.adds.items()
 
     def changed(
-        self, remove: Iterable[str], add: Mapping[str, Record], *, replace_all: bool = False
+        self,
+        remove: Iterable[str],
+        add: Mapping[str, Record],
+        *,
+        replace_all: bool = False,
+        trusted: bool = False,
     ) -> Catalog:
         """The catalog after removing labels ``remove`` (absent ones are ignored) and adding
-        ``add``; ``replace_all`` starts from an empty catalog. Costs O(change + tail)."""
+        ``add``; ``replace_all`` starts from an empty catalog. Costs O(change + tail).
+
+        ``trusted``: a committed entry, whose removed labels exist and whose added ones do
+        not (its writer checked): no lookup, so replaying it loads no segment."""
         if replace_all:
             return Catalog(None, dict(add))
+        if trusted:
+            adds = dict(self.adds)
+            gone = set()
+            for label in remove:
+                if adds.pop(label, None) is None:
+                    gone.add(label)
+            adds.update(add)
+            count = self.count - len(set(remove)) + len(add)
+            return Catalog(self.segments, adds, self.removed | gone, count, self.partial)
         adds = dict(self.adds)
         removed = set()
         count = self.count
@@ -122,11 +139,28 @@ class PartitionsView(Mapping[str, Mapping[str, str]]):
     def __contains__(self, label: object) -> bool:
         return isinstance(label, str) and self.catalog.lookup(label) is not None
 
+    def with_prefix(self, prefix: str) -> Iterator[str]:
+        """Labels starting with ``prefix``, loading only segments whose range overlaps it."""
+        cat = self.catalog
+        yield from (x for x in cat.adds if x.startswith(prefix))
+        segs = cat.segments
+        if segs is None:
+            return
+        high = prefix + "\U0010ffff"
+        for i, d in enumerate(segs.descriptors):
+            if "inline" not in d and (d["last"] < prefix or d["first"] > high):
+                continue
+            for label in segs.entries(i):
+                if label.startswith(prefix) and label not in cat.removed and label not in cat.adds:
+                    yield label
+
     def first(self) -> Mapping[str, str] | None:
         """The files of some partition (None if empty), reading at most one segment."""
         for rec in self.catalog.adds.values():
             return rec[0]
         segs = self.catalog.segments
+        if segs is not None and segs.tables and self.catalog.count:
+            return dict.fromkeys(segs.tables, "")  # the root names its tables: no GET
         if segs is not None:
             for i in range(len(segs.descriptors)):
                 for label, rec in segs.entries(i).items():
