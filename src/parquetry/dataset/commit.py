@@ -32,6 +32,7 @@ from parquetry.dataset.entry import encode_entry, entry_of
 from parquetry.dataset.format2 import advance, load_state, read_version, version_info
 from parquetry.dataset.head import Lineage, encode_head, write_head
 from parquetry.dataset.intents import Claim
+from parquetry.dataset.kartothek_sync import kartothek_wrote, reconcile
 from parquetry.dataset.metadata import DatasetDocument, encode_document
 from parquetry.dataset.naming import (
     common_metadata_key,
@@ -39,12 +40,7 @@ from parquetry.dataset.naming import (
     metadata_key,
     version_key,
 )
-from parquetry.dataset.pointer import (
-    commit_writes_pointer,
-    effective_mode,
-    kartothek_wrote,
-    reconcile,
-)
+from parquetry.dataset.pointer import commit_writes_pointer, effective_mode
 from parquetry.dataset.versions import latest_version_number, roll_forward
 from parquetry.errors import (
     AlreadyExists,

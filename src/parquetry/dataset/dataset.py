@@ -433,7 +433,7 @@ class Dataset(VersionReader):
         """Rewrite kartothek's metadata file (full document, index files) for the newest
         version, first committing any change kartothek wrote on an older one (operation
         ``"kartothek"``). Idempotent, safe beside concurrent commits; returns the newest."""
-        from parquetry.dataset.pointer import checkpoint
+        from parquetry.dataset.kartothek_sync import checkpoint
 
         return Dataset(self.store, checkpoint(self.store, self.uuid), decryption=self._decryption)
 

@@ -222,8 +222,8 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
         foreign = foreign_pointer(store, uuid, pointer)
         requests += foreign[1]
         if foreign[0] is not None:
-            # kartothek's change applied to the newest version (parquetry.dataset.pointer).
-            from parquetry.dataset.pointer import foreign_state
+            # kartothek's change applied to the newest version (see kartothek_sync).
+            from parquetry.dataset.kartothek_sync import foreign_state
 
             kdoc, kfmt = foreign[0]
             kdoc, extra = _complete_foreign(store, kdoc)
@@ -243,7 +243,7 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
     doc, fmt, requests = read_pointer_or_versions(store, uuid)
     if doc.version is None:
         # kartothek wrote the pointer: its change applied to the newest parquetry version.
-        from parquetry.dataset.pointer import foreign_state
+        from parquetry.dataset.kartothek_sync import foreign_state
 
         doc, extra = _complete_foreign(store, doc)
         return foreign_state(store, uuid, doc, fmt, requests + extra)
