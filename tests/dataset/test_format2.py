@@ -10,9 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parquetry.dataset import Dataset
+from parquetry.dataset import Dataset, pointer
 from parquetry.dataset import head as head_module
-from parquetry.dataset import pointer
 from parquetry.dataset.checkpoint import (
     checkpoint_key,
     decode_root,
@@ -140,7 +139,9 @@ def test_a_commit_writes_an_entry_and_a_checkpoint_every_n_entries(
     head = decode_head(store.get(head_key("ds")), "h")
     assert (head["number"], head["checkpoint"], len(head["tail"])) == (9, 8, 1)
     entry = json.loads(store.get(version_key("ds", 9)))["parquetry_entry"]
-    assert [a[0] for a in entry["add"]] and entry["remove"] == [] and entry["set"] == {}
+    assert [a[0] for a in entry["add"]]
+    assert entry["remove"] == []
+    assert entry["set"] == {}
     for k in range(10):  # time travel: checkpoint + entries, or the creating entry + entries
         assert _rows(Dataset.open(store, "ds", version=k)) == list(range(k + 1))
     assert _rows(ds) == list(range(10))
@@ -186,7 +187,8 @@ def test_lookups_load_only_the_segments_holding_the_label() -> None:
     store.reset()
     doc = Dataset.open(store, "ds").document
     store.reset()
-    assert label in doc.partitions and doc.files[label].rows == 1
+    assert label in doc.partitions
+    assert doc.files[label].rows == 1
     segs = [k for kind, k in store.log if kind == "get" and "/_segments/" in k]
     assert len(segs) == 1
     store.reset()
@@ -251,8 +253,54 @@ def test_entry_of_records_the_change_not_the_state() -> None:
         pa.table({"p": [5], "v": [9]}), delete_scope=[{"p": 0}, {"p": 1}]
     )
     body = json.loads(store.get(version_key("ds", after.version)))["parquetry_entry"]
-    assert body["replace_all"] is True and body["remove"] == [] and len(body["add"]) == 1
+    assert body["replace_all"] is True
+    assert body["remove"] == []
+    assert len(body["add"]) == 1
     assert isinstance(Change(), Change)
     assert entry_of(None, after.document)["replace_all"] is True
     assert store.exists(checkpoint_key("ds", 0)) is False
     assert str(uuid_module.UUID(int=0))  # keep imports honest
+
+
+def test_restore_extends_the_newest_lineage_not_the_restored_one() -> None:
+    """Regression: a restore's state came with the restored version's lineage, so the head
+    it wrote did not lead to its number (read as corrupted, with a warning)."""
+    import warnings
+
+    store = MemoryStore()
+    _appends(3, store).restore(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reopened = Dataset.open(store, "ds")
+    assert (reopened.version, _rows(reopened)) == (4, [0, 1])
+    head = decode_head(store.get(head_key("ds")), "h")
+    assert head["number"] == 4
+    assert _rows(reopened.append(pa.table({"p": [0], "v": [7]}))) == [0, 1, 7]
+
+
+def test_a_plan_on_the_leading_partition_key_loads_only_its_segments() -> None:
+    inner, _ = _dataset_of(5000)
+    store = CountingStore(inner)
+    ds = Dataset.open(store, "ds")
+    opened = store.total
+    plan = ds.plan([[("p", "==", 4321)]])
+    assert [f.partition for f in plan.files] == [(("p", 4321),)]
+    segs = [k for _, k in store.log if "/_segments/" in k]
+    assert len(segs) == 1
+    assert plan.requests == opened + 1
+    assert ds.read(predicates=[[("p", "==", 4321)]]).column("v").to_pylist() == [4321]
+    assert plan.summary()  # the pruned partitions are still counted (lazily)
+
+
+def test_checkpoint_state_writes_root_pointer_and_head() -> None:
+    from parquetry.dataset.commit import checkpoint_state
+
+    store = MemoryStore()
+    ds = _appends(2, store)
+    doc = checkpoint_state(store, "ds", ds.document, "json")
+    assert list_checkpoints(store, "ds") == [2]
+    head = decode_head(store.get(head_key("ds")), "h")
+    assert (head["checkpoint"], head["tail"], head["pointer"]["number"]) == (2, [], 2)
+    assert doc.lineage is not None
+    assert doc.lineage.checkpoint == 2
+    assert _rows(Dataset.open(store, "ds")) == [0, 1, 2]

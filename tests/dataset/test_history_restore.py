@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from parquetry.dataset import Dataset, write_files
 from parquetry.dataset.metadata import VersionInfo, decode_document, encode_document
-from parquetry.dataset.naming import version_key
 from parquetry.errors import CommitConflict, DatasetNotFound, InvalidArgument, MetadataCorrupted
 from parquetry.store import MemoryStore
 

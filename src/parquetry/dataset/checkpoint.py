@@ -90,7 +90,8 @@ def state_from_root(store: Store, uuid: str, root: Mapping[str, Any], key: str) 
 
 
 def _root_fields(doc: DatasetDocument) -> dict[str, Any]:
-    assert doc.version is not None and doc.schema is not None
+    assert doc.version is not None
+    assert doc.schema is not None
     return {
         "format": 2,
         "version": doc.version.to_json(),

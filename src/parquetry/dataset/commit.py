@@ -46,7 +46,6 @@ from parquetry.errors import (
     AlreadyExists,
     CommitConflict,
     DatasetDeleted,
-    NotFound,
     ParquetryError,
 )
 from parquetry.store import ObjectMeta, PutMode, Store
@@ -55,6 +54,7 @@ __all__ = [
     "MAX_RETRIES",
     "MakeVersion",
     "check_incarnation",
+    "checkpoint_state",
     "commit",
     "committed_keys",
     "finish_commit",
@@ -193,6 +193,11 @@ def _commit_loop(
         doc = make(base, number + 1)
         if claim is not None:
             claim.ensure_live()
+        lineage = base.lineage if base is not None else None
+        if doc.lineage is not lineage:
+            # The new state extends its base's lineage, whatever ``make`` built it from (a
+            # restore returns an older version's state).
+            doc = doc.evolve(lineage=lineage)
         body = entry_of(base, doc)
         data = encode_entry(body)
         try:
@@ -318,3 +323,27 @@ def publish_pointer(
     except ParquetryError:
         return None
     return None
+
+
+def checkpoint_state(store: Store, uuid: str, doc: DatasetDocument, fmt: str) -> DatasetDocument:
+    """Checkpoint committed state ``doc`` now, rewrite the pointer and the head (what
+    ``Dataset.checkpoint()`` does: the pointer is always written). Returns ``doc`` with
+    its new lineage."""
+    assert doc.version is not None
+    number = doc.version.number
+    root = write_checkpoint(store, doc)
+    pointer: dict[str, Any] = dict(doc.lineage.pointer) if doc.lineage is not None else {}
+    written = publish_pointer(store, uuid, doc, None, number, fmt)
+    if written is not None:
+        meta, nbytes, shown = written
+        pointer = {
+            "number": shown,
+            "etag": meta.version,
+            "bytes": nbytes,
+            "format": fmt,
+            "mode": effective_mode(doc, nbytes),
+        }
+    lineage = Lineage(number, root, (), 0, pointer)
+    head = encode_head(number, doc.version.to_json(), lineage)
+    write_head(store, uuid, number, head, same=True)
+    return doc.evolve(lineage=lineage)

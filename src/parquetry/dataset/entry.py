@@ -65,7 +65,7 @@ def catalog_of(doc: DatasetDocument) -> Catalog:
     """The catalog behind ``doc`` (built once from the dicts of a format-1 document)."""
     if isinstance(doc.partitions, PartitionsView):
         return doc.partitions.catalog
-    raw = doc.files._entries  # noqa: SLF001 - the undecoded entries, not decoded copies
+    raw = doc.files._entries
     return Catalog.of_dicts(doc.partitions, raw)
 
 
@@ -92,21 +92,24 @@ def indices_form(doc: DatasetDocument) -> dict[str, Any]:
 
 
 def _sets(base: DatasetDocument | None, doc: DatasetDocument) -> dict[str, Any]:
-    full = base is None or base.version is None
+    """The fields of ``doc`` that differ from ``base`` (all of them without a base)."""
     out: dict[str, Any] = {}
-    if doc.schema is not None and (full or base.schema is None or not base.schema.equals(doc.schema)):  # type: ignore[union-attr]
+    b = base if base is not None and base.version is not None else None
+    if doc.schema is not None and (
+        b is None or b.schema is None or not b.schema.equals(doc.schema)
+    ):
         out["schema"] = schema_to_b64(doc.schema)
-    if full or base.partition_keys != doc.partition_keys:  # type: ignore[union-attr]
+    if b is None or b.partition_keys != doc.partition_keys:
         out["partition_keys"] = list(doc.partition_keys)
-    if full or dict(base.metadata) != dict(doc.metadata):  # type: ignore[union-attr]
+    if b is None or dict(b.metadata) != dict(doc.metadata):
         out["metadata"] = dict(doc.metadata)
-    if full or base.encryption != doc.encryption:  # type: ignore[union-attr]
+    if b is None or b.encryption != doc.encryption:
         out["encryption"] = dict(doc.encryption) if doc.encryption is not None else None
-    if full or base.metadata_format != doc.metadata_format:  # type: ignore[union-attr]
+    if b is None or b.metadata_format != doc.metadata_format:
         out["metadata_format"] = doc.metadata_format
-    if full or dict(base.indices) != dict(doc.indices):  # type: ignore[union-attr]
+    if b is None or dict(b.indices) != dict(doc.indices):
         out["indices"] = indices_form(doc)
-    if doc.settings and (full or dict(base.settings) != dict(doc.settings)):  # type: ignore[union-attr]
+    if doc.settings and (b is None or dict(b.settings) != dict(doc.settings)):
         out["settings"] = dict(doc.settings)
     return out
 

@@ -31,6 +31,10 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from parquetry.dataset.checkpoint import decode_root
+from parquetry.dataset.entry import self_contained
+from parquetry.dataset.format2 import Version, load_state, parse_version, read_version, version_info
+from parquetry.dataset.head import head_key
 from parquetry.dataset.intents import DEFAULT_LEASE, IntentState, list_intents, reap
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.naming import (
@@ -41,10 +45,6 @@ from parquetry.dataset.naming import (
     version_number_from_key,
     versions_prefix,
 )
-from parquetry.dataset.checkpoint import decode_root
-from parquetry.dataset.entry import self_contained
-from parquetry.dataset.format2 import Version, load_state, parse_version, read_version, version_info
-from parquetry.dataset.head import head_key
 from parquetry.dataset.versions import read_pointer, tombstone_bytes
 from parquetry.errors import InvalidArgument, MetadataCorrupted, NotFound
 from parquetry.store import Store
@@ -162,9 +162,7 @@ def _keep_chains(
     return keep
 
 
-def _collect_metadata(
-    store: Store, uuid: str, keep: set[str], now: dt.datetime
-) -> list[str]:
+def _collect_metadata(store: Store, uuid: str, keep: set[str], now: dt.datetime) -> list[str]:
     """Old checkpoints and segments nothing retained needs (young segments may belong to a
     checkpoint being written)."""
     from parquetry.dataset.checkpoint import checkpoints_prefix

@@ -104,9 +104,8 @@ def decode_head(data: bytes, key: str) -> dict[str, Any]:
         for i, entry in enumerate(tail):
             if entry["version"]["number"] != first + i:
                 raise ValueError("tail entries out of order")
-        if c is None and (not tail or tail[0]["version"].get("parent") is not None):
-            if not tail or not tail[0].get("replace_all"):
-                raise ValueError("no checkpoint and no creating entry")
+        if c is None and (not tail or not tail[0].get("replace_all")):
+            raise ValueError("no checkpoint and no creating entry")
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise MetadataCorrupted(f"{key}: invalid head ({exc})", key=key) from None
     return body
@@ -119,8 +118,9 @@ def _stored_number(store: Store, key: str) -> int | None:
         return None
 
 
-def write_head(store: Store, uuid: str, number: int, data: bytes) -> None:
-    """Replace the head by ``data`` (version ``number``) unless a newer one is stored.
+def write_head(store: Store, uuid: str, number: int, data: bytes, *, same: bool = False) -> None:
+    """Replace the head by ``data`` (version ``number``) unless a newer one is stored
+    (``same``: also replace a head of the same number, e.g. by one with a new checkpoint).
 
     Best effort after the commit point: failures are swallowed (readers probe past a
     lagging head; a corrupted or missing one makes them list ``_checkpoints``).
@@ -129,7 +129,7 @@ def write_head(store: Store, uuid: str, number: int, data: bytes) -> None:
     try:
         if not store.supports(Capability.COMPARE_AND_SWAP):
             stored = _stored_number(store, key)
-            if stored is None or stored < number:
+            if stored is None or stored < number or (same and stored == number):
                 store.put(key, data)
             return
         for _ in range(64):
@@ -142,7 +142,7 @@ def write_head(store: Store, uuid: str, number: int, data: bytes) -> None:
                 except AlreadyExists:
                     continue
             stored = _stored_number(store, key)
-            if stored is not None and stored >= number:
+            if stored is not None and (stored > number or (stored == number and not same)):
                 return  # a later commit's head includes ours
             if meta.version is None:
                 store.put(key, data)

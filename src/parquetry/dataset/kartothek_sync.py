@@ -322,30 +322,11 @@ def _checkpointed(
     just written (replacing a head of the same or an older version); the new lineage.
     None for a format-1 dataset (no head)."""
     from parquetry.dataset.checkpoint import write_checkpoint
-    from parquetry.dataset.head import Lineage, decode_head, encode_head, head_key
-    from parquetry.errors import NotFound, PreconditionFailed
-    from parquetry.store import Capability, PutMode
+    from parquetry.dataset.head import Lineage, encode_head, head_key, write_head
 
-    key = head_key(uuid)
-    if not store.exists(key):
+    if not store.exists(head_key(uuid)):
         return None
     assert doc.version is not None
     lineage = Lineage(number, write_checkpoint(store, doc), (), 0, pointer)
-    data = encode_head(number, doc.version.to_json(), lineage)
-    cas = store.supports(Capability.COMPARE_AND_SWAP)
-    for _ in range(16):
-        try:
-            stored = store.head(key)
-            if int(decode_head(store.get(key), key)["number"]) > number:
-                return lineage  # a newer commit's head (its pointer bookkeeping is newer)
-        except (NotFound, MetadataCorrupted):
-            stored = None
-        if not cas or stored is None or stored.version is None:
-            store.put(key, data)
-            return lineage
-        try:
-            store.put(key, data, mode=PutMode.UPDATE, expected_version=stored.version)
-            return lineage
-        except (PreconditionFailed, NotFound):
-            continue
+    write_head(store, uuid, number, encode_head(number, doc.version.to_json(), lineage), same=True)
     return lineage

@@ -339,7 +339,7 @@ def change_maker(
                 doc.version,
                 rows_removed=sum(base.files[lbl].rows for lbl in removed),
                 files_removed=len(base.partitions),
-            )
+            ),
         )
 
     return make

@@ -122,7 +122,7 @@ def make_plan(
     table = doc.tables[0]
     first_reasons: list[tuple[str, str, Any]] = []
     if dnf is None:
-        keep = set(labels)
+        keep = set(labels or ())
     else:
         keep = set()
         for i, conj in enumerate(dnf):

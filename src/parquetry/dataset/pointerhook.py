@@ -51,15 +51,25 @@ def foreign_pointer(
         return None, 0
     fmt = str(last.get("format") or "json")
     key = metadata_key(uuid, fmt)
+    requests = 0
     try:
-        if fmt != "json" and store.exists(metadata_key(uuid, "json")):
-            # kartothek updating a msgpack dataset writes JSON beside it (readers prefer it).
-            fmt, key = "json", metadata_key(uuid, "json")
-        elif store.head(key).version == etag:
-            return None, 1
+        if fmt != "json":
+            # kartothek reads (and rewrites) the JSON pointer first: one beside ours is its.
+            requests += 1
+            try:
+                json_key = metadata_key(uuid, "json")
+                store.head(json_key)
+                fmt, key = "json", json_key
+            except NotFound:
+                pass
+        requests += 1
+        ours = key == metadata_key(uuid, str(last.get("format") or "json"))
+        if ours and store.head(key).version == etag:
+            return None, requests
+        requests += 1
         doc = decode_document(store.get(key), fmt, key=key)
     except NotFound:
-        return None, 2
+        return None, requests
     except MetadataCorrupted as exc:
         warnings.warn(
             PointerCorruptedWarning(
@@ -69,7 +79,7 @@ def foreign_pointer(
             ),
             stacklevel=4,
         )
-        return None, 2
+        return None, requests
     except ParquetryError:
-        return None, 1
-    return ((doc, fmt) if doc.version is None else None), 2
+        return None, requests
+    return ((doc, fmt) if doc.version is None else None), requests

@@ -13,6 +13,7 @@ ranges do not overlap, so a lookup loads at most one segment per run; runs may o
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections.abc import Iterator, Sequence
@@ -71,10 +72,8 @@ def write_run(store: Store, uuid: str, entries: list[list[Any]]) -> list[dict[st
     def put(chunk: list[list[Any]]) -> dict[str, Any]:
         ident, data = encode_segment(chunk)
         key = f"{segments_prefix(uuid)}{ident}.msgpack.zst"
-        try:
+        with contextlib.suppress(AlreadyExists):  # the same content (the key is its hash)
             store.put(key, data, mode=PutMode.CREATE)
-        except AlreadyExists:
-            pass  # the same content (the key is its hash)
         return {"key": key, "count": len(chunk), "first": chunk[0][0], "last": chunk[-1][0]}
 
     out = list(store.map_concurrent(put, chunks, max_workers=8)) if chunks else []
@@ -84,7 +83,7 @@ def write_run(store: Store, uuid: str, entries: list[list[Any]]) -> list[dict[st
 class SegmentSet:
     """The segments of one root, each loaded at most once (thread-safe)."""
 
-    __slots__ = ("_lock", "_loaded", "descriptors", "keys", "loads", "store", "tables")
+    __slots__ = ("_loaded", "_lock", "descriptors", "keys", "loads", "store", "tables")
 
     def __init__(
         self, store: Store, descriptors: Sequence[dict[str, Any]], tables: Sequence[str] = ()
@@ -101,9 +100,7 @@ class SegmentSet:
 
     @property
     def count(self) -> int:
-        return sum(
-            len(d["inline"]) if "inline" in d else int(d["count"]) for d in self.descriptors
-        )
+        return sum(len(d["inline"]) if "inline" in d else int(d["count"]) for d in self.descriptors)
 
     def _segment(self, i: int) -> dict[str, tuple[dict[str, str], Any]]:
         seg = self._loaded.get(i)
