@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid as uuid_module
 
 import pyarrow as pa
@@ -196,19 +197,23 @@ def test_lookups_load_only_the_segments_holding_the_label() -> None:
     assert len({k for _, k in store.log}) == 2  # 5,000 labels: 3 segments, one was loaded
 
 
+def _as_format_1(store: MemoryStore, newest: int) -> None:
+    """Rewrite dataset ds as format 1 wrote it: full documents, the pointer, nothing else."""
+    docs = {k: Dataset.open(store, "ds", version=k).document for k in range(newest + 1)}
+    for k, doc in docs.items():
+        store.put(version_key("ds", k), encode_document(doc))
+    store.put(metadata_key("ds"), encode_document(docs[newest]))
+    store.delete(head_key("ds"))
+    for meta in list(store.list("ds/_checkpoints")):
+        store.delete(meta.key)
+
+
 def test_a_format_1_dataset_migrates_on_its_first_commit() -> None:
     """Full version documents (format 1) stay readable; the first commit writes an entry,
     a checkpoint at its version and the head."""
     store = MemoryStore()
     ds = _appends(3, store)
-    # Rewrite the dataset as format 1 wrote it: full documents, the pointer, nothing else.
-    docs = {k: Dataset.open(store, "ds", version=k).document for k in range(4)}
-    for k, doc in docs.items():
-        store.put(version_key("ds", k), encode_document(doc))
-    store.put(metadata_key("ds"), encode_document(docs[3]))
-    store.delete(head_key("ds"))
-    for meta in list(store.list("ds/_checkpoints")):
-        store.delete(meta.key)
+    _as_format_1(store, 3)
     assert _rows(Dataset.open(store, "ds")) == [0, 1, 2, 3]
     ds = Dataset.open(store, "ds").append(pa.table({"p": [1], "v": [4]}))
     assert list_checkpoints(store, "ds") == [4]
@@ -304,3 +309,61 @@ def test_checkpoint_state_writes_root_pointer_and_head() -> None:
     assert doc.lineage is not None
     assert doc.lineage.checkpoint == 2
     assert _rows(Dataset.open(store, "ds")) == [0, 1, 2]
+
+
+def test_a_migrating_commit_failing_at_any_call_loses_nothing() -> None:
+    """FaultyStore fails the Nth call of the first (migrating) commit, for every N, also
+    after performing a write (a lost acknowledgement): the dataset is the old or the new
+    version, every version opens, and the next commit works."""
+    from parquetry.errors import ParquetryError
+    from parquetry.testing import FaultyStore
+    from parquetry.testing.stores import KINDS
+
+    outcomes = set()
+    for after in (False, True):
+        for n in range(1, 40):
+            store = MemoryStore()
+            _appends(2, store)
+            _as_format_1(store, 2)
+            kinds = ("put",) if after else KINDS
+            faulty = FaultyStore(store, fail_on=n, after=after, kinds=kinds)
+            try:
+                Dataset.open(faulty, "ds").append(pa.table({"p": [1], "v": [3]}))
+                outcomes.add("ok")
+            except ParquetryError:
+                outcomes.add("failed")
+            rows = _rows(Dataset.open(store, "ds"))
+            assert rows in ([0, 1, 2], [0, 1, 2, 3]), (after, n, rows)
+            for k in range(Dataset.open(store, "ds").version + 1):
+                assert _rows(Dataset.open(store, "ds", version=k)) == list(range(k + 1))
+            ds = Dataset.open(store, "ds").append(pa.table({"p": [2], "v": [9]}))
+            assert _rows(ds) == [*rows, 9]
+            assert _rows(Dataset.open(store, "ds")) == [*rows, 9]
+    assert outcomes == {"ok", "failed"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("rows_added", -1, "rows_added"),
+        ("parameters", {"k": 3}, "parameters['k']"),
+        ("committed_at", "yesterday", "committed_at"),
+    ],
+)
+def test_a_bad_entry_is_metadata_corrupted_naming_the_field(
+    field: str, value: object, problem: str
+) -> None:
+    from parquetry.errors import MetadataCorrupted
+
+    store = MemoryStore()
+    _appends(1, store)
+    raw = json.loads(store.get(version_key("ds", 1)))
+    raw["parquetry_entry"]["version"][field] = value
+    store.put(version_key("ds", 1), json.dumps(raw).encode())
+    store.delete(head_key("ds"))
+    with pytest.raises(MetadataCorrupted, match=re.escape(problem)) as info:
+        Dataset.open(store, "ds", version=1)
+    assert info.value.key == version_key("ds", 1)
+    store.put(version_key("ds", 1), b'{"parquetry_entry": {"format": 2, "version": NaN}}')
+    with pytest.raises(MetadataCorrupted):
+        Dataset.open(store, "ds", version=1)

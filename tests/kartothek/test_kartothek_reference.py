@@ -125,13 +125,12 @@ def test_queries_match_kartothek(
     ds = Dataset.open(store, "demo_json")
     plan = ds.plan(query)
     assert len(plan.files) == kept
-    # a kartothek-written pointer: the head probe (none), metadata + _common_metadata
-    # (+ index), and one LIST telling a pure kartothek dataset from a parquetry one that
-    # kartothek updated (parquetry.dataset.pointer.foreign_state)
+    # a kartothek-written pointer: the head's GET (a miss) + metadata + _common_metadata
+    # (+ index), no version probe, and one LIST telling a pure kartothek dataset from a
+    # parquetry one that kartothek updated (parquetry.dataset.kartothek_sync.foreign_state)
     assert store.counts["get"] == gets + 1
     assert store.counts["list"] == 1
-    # plan.requests counts all but the head probe (format 2 does not count it yet)
-    assert plan.requests == gets + 1
+    assert plan.requests == gets + 2
     assert _labels(ds.read(predicates=query)) == labels
 
 

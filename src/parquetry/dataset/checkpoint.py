@@ -24,6 +24,11 @@ from typing import Any
 from parquetry.dataset.entry import apply_sets, catalog_of, empty_state, indices_form, info_text
 from parquetry.dataset.entry import with_catalog as _with_catalog
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo
+from parquetry.dataset.naming import (
+    checkpoint_key,
+    checkpoint_number_from_key,
+    checkpoints_prefix,
+)
 from parquetry.dataset.schema import schema_to_b64
 from parquetry.dataset.segments import SegmentSet, write_run
 from parquetry.dataset.state import Catalog
@@ -46,21 +51,6 @@ CHECKPOINT_KEY = "parquetry_checkpoint"
 INLINE_FILES = 64
 #: Runs of segments beyond which the two smallest merge.
 MAX_RUNS = 8
-
-
-def checkpoints_prefix(uuid: str) -> str:
-    return f"{uuid}/_checkpoints/"
-
-
-def checkpoint_key(uuid: str, number: int) -> str:
-    return f"{checkpoints_prefix(uuid)}{number:020d}.json"
-
-
-def checkpoint_number_from_key(key: str) -> int | None:
-    name = key.rsplit("/", 1)[-1]
-    if not name.endswith(".json") or not name[:-5].isdigit():
-        return None
-    return int(name[:-5])
 
 
 def encode_root(root: Mapping[str, Any]) -> bytes:

@@ -20,7 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from parquetry.dataset.docschema import stats_checkers
+from parquetry.dataset.docschema import (
+    _version,
+    metadata_problems,
+    raise_problems,
+    stats_checkers,
+)
 from parquetry.dataset.indexfile import IndexFooter
 from parquetry.dataset.metadata import DatasetDocument, FileInfo, FileInfos, VersionInfo
 from parquetry.dataset.schema import schema_from_b64, schema_to_b64
@@ -163,6 +168,12 @@ def decode_entry(raw: Any, key: str) -> dict[str, Any]:
             raise ValueError("set: expected an object")
     except (KeyError, TypeError, ValueError) as exc:
         raise MetadataCorrupted(f"{key}: invalid entry ({exc})", key=key) from None
+    # Field by field, as a format-1 document's version and user metadata are checked.
+    problems: list[str] = []
+    _version(body["version"], problems)
+    if "metadata" in body["set"]:
+        problems += metadata_problems(body["set"]["metadata"], "set.metadata")
+    raise_problems(problems, key)
     return body
 
 

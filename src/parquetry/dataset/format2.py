@@ -54,10 +54,8 @@ def parse_version(data: bytes, key: str) -> Version:
     if data.startswith(b'{"' + TOMBSTONE_KEY.encode()):
         return ("tombstone", None, len(data))
     if data.startswith(b'{"' + ENTRY_KEY.encode()):
-        try:
-            raw = json.loads(data)
-        except ValueError as exc:
-            raise MetadataCorrupted(f"{key}: invalid entry ({exc})", key=key) from None
+        # The same parser as documents: NaN/Infinity, huge numbers and deep nesting refused.
+        raw = parse_document_bytes(data, "json", key=key)
         return ("entry", decode_entry(raw, key), len(data))
     raw = parse_document_bytes(data, "json", key=key)
     return ("doc", DatasetDocument.from_dict(raw, key=key), len(data))

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from parquetry.dataset.naming import head_key
 from parquetry.errors import (
     AlreadyExists,
     MetadataCorrupted,
@@ -46,10 +47,6 @@ CHECKPOINT_ENTRIES = 100
 CHECKPOINT_TAIL_BYTES = 64 * 1024
 #: Roots up to this size are copied into the head (no GET of the checkpoint to open).
 ROOT_INLINE_BYTES = 64 * 1024
-
-
-def head_key(uuid: str) -> str:
-    return f"{uuid}/_head.json"
 
 
 @dataclass(frozen=True, slots=True)

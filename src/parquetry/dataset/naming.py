@@ -6,7 +6,10 @@ Layout (kartothek format v4 plus parquetry's version documents)::
     <uuid>/<table>/_common_metadata                      empty Parquet file carrying the schema
     <uuid>/<table>/<k1>=<v1>/.../<base>.parquet          data files
     <uuid>/indices/<column>/<timestamp>.by-dataset-index.parquet
-    <uuid>/_versions/<n>.json                            immutable version documents (ours)
+    <uuid>/_versions/<n>.json                            immutable version entries (ours)
+    <uuid>/_head.json                                    newest version + entries since (ours)
+    <uuid>/_checkpoints/<n>.json                         checkpoint roots (ours)
+    <uuid>/_segments/<id>.msgpack.zst                    file entries of checkpoints (ours)
     <uuid>/_versions/incarnation-<id>                    marks a live incarnation (ours)
     <uuid>/_intents/<id>.json                            write intents of writes in flight (ours)
 
@@ -96,6 +99,34 @@ def incarnation_key(uuid: str, incarnation: str) -> str:
 
 def is_incarnation_key(key: str) -> bool:
     return key.rsplit("/", 1)[-1].startswith("incarnation-")
+
+
+def head_key(uuid: str) -> str:
+    """Format 2's head: the newest version, its checkpoint and the entries since."""
+    return f"{uuid}/_head.json"
+
+
+def checkpoints_prefix(uuid: str) -> str:
+    return f"{uuid}/_checkpoints/"
+
+
+def checkpoint_key(uuid: str, number: int) -> str:
+    return f"{checkpoints_prefix(uuid)}{number:0{_VERSION_DIGITS}d}.json"
+
+
+def checkpoint_number_from_key(key: str) -> int | None:
+    name = key.rsplit("/", 1)[-1]
+    if not name.endswith(".json") or not name[:-5].isdigit():
+        return None
+    return int(name[:-5])
+
+
+def segments_prefix(uuid: str) -> str:
+    return f"{uuid}/_segments/"
+
+
+def segment_key(uuid: str, ident: str) -> str:
+    return f"{segments_prefix(uuid)}{ident}.msgpack.zst"
 
 
 def intents_prefix(uuid: str) -> str:

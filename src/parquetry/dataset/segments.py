@@ -22,6 +22,7 @@ from typing import Any
 import msgpack
 import zstandard
 
+from parquetry.dataset.naming import segment_key, segments_prefix
 from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound
 from parquetry.store import PutMode, Store
 
@@ -36,10 +37,6 @@ __all__ = [
 
 #: Entries per segment object: a point lookup reads one segment per run (~100-300 KB).
 SEGMENT_ENTRIES = 2048
-
-
-def segments_prefix(uuid: str) -> str:
-    return f"{uuid}/_segments/"
 
 
 def encode_segment(entries: Sequence[Sequence[Any]]) -> tuple[str, bytes]:
@@ -71,7 +68,7 @@ def write_run(store: Store, uuid: str, entries: list[list[Any]]) -> list[dict[st
 
     def put(chunk: list[list[Any]]) -> dict[str, Any]:
         ident, data = encode_segment(chunk)
-        key = f"{segments_prefix(uuid)}{ident}.msgpack.zst"
+        key = segment_key(uuid, ident)
         with contextlib.suppress(AlreadyExists):  # the same content (the key is its hash)
             store.put(key, data, mode=PutMode.CREATE)
         return {"key": key, "count": len(chunk), "first": chunk[0][0], "last": chunk[-1][0]}

@@ -241,6 +241,7 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
             doc=doc, number=number, foreign=False, pointer_format=fmt, requests=requests
         )
     doc, fmt, requests = read_pointer_or_versions(store, uuid)
+    requests += 1  # the GET of the head that found none (format 1, or kartothek's dataset)
     if doc.version is None:
         # kartothek wrote the pointer: its change applied to the newest parquetry version.
         from parquetry.dataset.kartothek_sync import foreign_state
