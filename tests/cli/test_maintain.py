@@ -201,3 +201,33 @@ def test_inspect_bad_file_is_one_line(tmp_path: Path) -> None:
     result = invoke("inspect", str(bad))
     assert result.exit_code == 1
     assert "bad.parquet" in one_error_line(result)
+
+
+def test_checkpoint_rewrites_the_pointer_and_sets_the_policy(lake: Lake) -> None:
+    key = metadata_key("orders")
+    result = lake.run("checkpoint", "orders", "--pointer-policy", "manual")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    ds = Dataset.open(lake.store, "orders")
+    assert ds.pointer_policy == "manual"
+    assert f"shows version {ds.version} (pointer policy manual)" in result.stdout
+    shown = json.loads(lake.store.get(key))["parquetry"]["version"]["number"]
+    assert shown == ds.version
+    ds = ds.append(ORDERS)  # manual: the pointer stays behind
+    assert json.loads(lake.store.get(key))["parquetry"]["version"]["number"] == shown
+    again = lake.run("checkpoint", "orders")
+    assert again.exit_code == 0, again.stdout + again.stderr
+    assert f"shows version {ds.version} (pointer policy manual)" in again.stdout
+    pointer = json.loads(lake.store.get(key))
+    assert pointer["parquetry"]["version"]["number"] == ds.version
+    assert pointer["parquetry"]["settings"] == {"pointer": "manual"}
+    assert len(pointer["partitions"]) == len(ds.plan(None).files)
+    lake.store.put(key, b"{not json")  # an unreadable pointer is rewritten too
+    fixed = lake.run("checkpoint", "orders")
+    assert fixed.exit_code == 0, fixed.stdout + fixed.stderr
+    assert json.loads(lake.store.get(key))["parquetry"]["version"]["number"] == ds.version
+    bad = lake.run("checkpoint", "orders", "--pointer-policy", "hourly")
+    assert bad.exit_code == 1
+    assert "pointer policy must be one of" in bad.stderr
+    snap = lake.run("checkpoint", "daily/summary")
+    assert snap.exit_code == 1
+    assert "not a kartothek-format dataset" in snap.stderr

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parquetry.dataset import Dataset, pointerhook
+from parquetry.dataset import Dataset, pointer
 from parquetry.dataset import head as head_module
 from parquetry.dataset.checkpoint import (
     checkpoint_key,
@@ -157,7 +157,7 @@ def _dataset_of(n: int) -> tuple[MemoryStore, Dataset]:
 def test_append_writes_o_of_change_not_o_of_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """Bytes written by a 1-row append do not grow from 100 to 2,000 partitions (the
     pointer, rewritten every commit while small, is set to checkpoint-only here)."""
-    monkeypatch.setattr(pointerhook, "POINTER_EVERY_COMMIT_BYTES", 1024)
+    monkeypatch.setattr(pointer, "POINTER_EVERY_COMMIT_BYTES", 1024)
     written = {}
     for n in (100, 2000):
         inner, ds = _dataset_of(n)

@@ -1,4 +1,4 @@
-"""``validate``, ``repair`` and ``gc``: keep a dataset healthy."""
+"""``validate``, ``repair``, ``checkpoint`` and ``gc``: keep a dataset healthy."""
 
 from __future__ import annotations
 
@@ -66,6 +66,47 @@ def repair(
     typer.echo(repair_dataset(store, ref))
 
 
+PointerPolicy = Annotated[
+    str | None,
+    typer.Option(
+        "--pointer-policy",
+        help="Also set when kartothek's metadata file is rewritten from now on: auto, "
+        "every-commit or manual (a settings-only commit).",
+    ),
+]
+
+
+def checkpoint(
+    url: UrlArg,
+    dataset: DatasetArg,
+    pointer_policy: PointerPolicy = None,
+    endpoint: Endpoint = None,
+    region: Region = None,
+) -> None:
+    """Rewrite kartothek's metadata file for the newest version (run before kartothek's
+    own garbage_collect_dataset).
+
+    A change kartothek wrote on an older version is committed first (operation
+    "kartothek"). Idempotent; safe while other writers commit.
+    """
+    from parquetry.cli.targets import resolve_dataset
+    from parquetry.dataset import Dataset
+    from parquetry.errors import InvalidArgument
+
+    store = open_cli_store(url, StoreOptions(endpoint=endpoint, region=region))
+    ref = resolve_dataset(store, dataset)
+    if ref.kind != "kartothek":
+        raise InvalidArgument(f"{ref.name} is a {ref.kind}, not a kartothek-format dataset")
+    ds = Dataset.open(store, ref.name)
+    if pointer_policy is not None:
+        ds = ds.set_pointer_policy(pointer_policy)
+    ds = ds.checkpoint()
+    typer.echo(
+        f"{ref.name}: kartothek's metadata file shows version {ds.version} "
+        f"(pointer policy {ds.pointer_policy})"
+    )
+
+
 def gc(
     url: UrlArg,
     dataset: DatasetArg,
@@ -118,4 +159,5 @@ def gc(
 def register(app: typer.Typer) -> None:
     app.command("validate")(validate)
     app.command("repair")(repair)
+    app.command("checkpoint")(checkpoint)
     app.command("gc")(gc)

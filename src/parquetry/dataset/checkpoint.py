@@ -91,6 +91,7 @@ def _root_fields(doc: DatasetDocument) -> dict[str, Any]:
         "encryption": dict(doc.encryption) if doc.encryption is not None else None,
         "metadata_format": doc.metadata_format,
         "indices": indices_form(doc),
+        "settings": dict(doc.settings),
     }
 
 

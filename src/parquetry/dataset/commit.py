@@ -32,6 +32,7 @@ from parquetry.dataset.entry import encode_entry, entry_of
 from parquetry.dataset.format2 import advance, load_state, read_version, version_info
 from parquetry.dataset.head import Lineage, encode_head, write_head
 from parquetry.dataset.intents import Claim
+from parquetry.dataset.kartothek_sync import kartothek_wrote, reconcile
 from parquetry.dataset.metadata import DatasetDocument, encode_document
 from parquetry.dataset.naming import (
     common_metadata_key,
@@ -39,7 +40,7 @@ from parquetry.dataset.naming import (
     metadata_key,
     version_key,
 )
-from parquetry.dataset.pointerhook import pointer_due, pointer_mode
+from parquetry.dataset.pointer import commit_writes_pointer, effective_mode
 from parquetry.dataset.versions import latest_version_number, roll_forward
 from parquetry.errors import (
     AlreadyExists,
@@ -157,6 +158,11 @@ def commit(
     overlapping change or ``max_retries`` lost races in a row are exceeded, DatasetDeleted
     when the dataset was deleted meanwhile, IntentExpired when GC reaped the intents.
     """
+    if base is not None and kartothek_wrote(store, uuid, base):
+        # kartothek wrote the pointer: its change becomes a version first (no lost rows).
+        found = reconcile(store, uuid)
+        if found is not None:
+            base, number, _ = found
     if number < 0:
         number = latest_version_number(store, uuid)
     try:
@@ -268,7 +274,7 @@ def finish_commit(
             checkpointed = True
         except ParquetryError:
             lineage = None if lineage is None or lineage.checkpoint is None else lineage
-    if pointer_due(pointer, number, checkpointed):
+    if commit_writes_pointer(doc, pointer, number, checkpointed):
         written = publish_pointer(store, uuid, doc, None, number, fmt, stale_format)
         if written is not None:
             meta, nbytes, shown = written
@@ -277,7 +283,7 @@ def finish_commit(
                 "etag": meta.version,
                 "bytes": nbytes,
                 "format": fmt,
-                "mode": pointer_mode({"bytes": nbytes}),
+                "mode": effective_mode(doc, nbytes),
             }
     if lineage is None:
         return doc.evolve(change=None, lineage=None)
@@ -335,7 +341,7 @@ def checkpoint_state(store: Store, uuid: str, doc: DatasetDocument, fmt: str) ->
             "etag": meta.version,
             "bytes": nbytes,
             "format": fmt,
-            "mode": pointer_mode({"bytes": nbytes}),
+            "mode": effective_mode(doc, nbytes),
         }
     lineage = Lineage(number, root, (), 0, pointer)
     head = encode_head(number, doc.version.to_json(), lineage)

@@ -43,6 +43,7 @@ def create_from_files(
     operation: str = "create",
     encryption: Mapping[str, Any] | None = None,
     parameters: Mapping[str, str] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> LoadedState:
     for col in (*partition_on, *secondary_indices):
         if col not in schema.names:
@@ -63,6 +64,7 @@ def create_from_files(
         schema=schema,
         metadata_format=metadata_format,
         encryption=encryption,
+        settings=dict(settings or {}),
         lineage=Lineage(None, None),  # the creating entry is self-contained: no checkpoint
     )
     doc = apply_change(

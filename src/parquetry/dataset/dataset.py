@@ -127,6 +127,7 @@ class Dataset(VersionReader):
         metadata_format: str = "json",
         write_options: WriteOptions | None = None,
         table: str = DEFAULT_TABLE,
+        pointer_policy: str | None = None,
     ) -> Dataset:
         """Write ``data`` as a new dataset (version 0). Raises AlreadyExists if it exists.
 
@@ -142,7 +143,14 @@ class Dataset(VersionReader):
             write_options: Parquet options for the data files. Their encryption settings
                 (key ids and columns, not keys) are recorded: appends keep them.
             table: Table name (kartothek's ``"table"``).
+            pointer_policy: When kartothek's metadata file is rewritten: ``"auto"``
+                (default), ``"every-commit"`` or ``"manual"`` (see :meth:`checkpoint`).
         """
+        from parquetry.dataset.pointer import SETTING, check_pointer_mode
+
+        settings = {}
+        if pointer_policy is not None:
+            settings[SETTING] = check_pointer_mode(pointer_policy)
         return cls(
             store,
             create_dataset(
@@ -155,6 +163,7 @@ class Dataset(VersionReader):
                 metadata_format=metadata_format,
                 write_options=write_options,
                 table=table,
+                settings=settings,
             ),
         )
 
@@ -404,6 +413,29 @@ class Dataset(VersionReader):
                 "be read or restored; pass force=True if no reader or writer needs them"
             )
         return self.garbage_collect(retention=retention)
+
+    @property
+    def pointer_policy(self) -> str:
+        """When kartothek's metadata file is rewritten (see :mod:`parquetry.dataset.pointer`)."""
+        from parquetry.dataset.pointer import pointer_mode
+
+        return pointer_mode(self._doc)
+
+    def set_pointer_policy(self, mode: str) -> Dataset:
+        """Commit ``mode`` (``"auto"``, ``"every-commit"``, ``"manual"``) as the pointer
+        policy: a settings-only version (none when ``mode`` is already in force)."""
+        from parquetry.dataset.pointer import set_pointer_policy
+
+        state = set_pointer_policy(self.store, self._state(), mode)
+        return Dataset(self.store, state, decryption=self._decryption)
+
+    def checkpoint(self) -> Dataset:
+        """Rewrite kartothek's metadata file (full document, index files) for the newest
+        version, first committing any change kartothek wrote on an older one (operation
+        ``"kartothek"``). Idempotent, safe beside concurrent commits; returns the newest."""
+        from parquetry.dataset.kartothek_sync import checkpoint
+
+        return Dataset(self.store, checkpoint(self.store, self.uuid), decryption=self._decryption)
 
     @staticmethod
     def repair(store: Store, uuid: str) -> str:

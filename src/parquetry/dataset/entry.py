@@ -114,6 +114,8 @@ def _sets(base: DatasetDocument | None, doc: DatasetDocument) -> dict[str, Any]:
         out["metadata_format"] = doc.metadata_format
     if b is None or dict(b.indices) != dict(doc.indices):
         out["indices"] = indices_form(doc)
+    if doc.settings and (b is None or dict(b.settings) != dict(doc.settings)):
+        out["settings"] = dict(doc.settings)
     return out
 
 
@@ -189,6 +191,8 @@ def apply_sets(doc: DatasetDocument, sets: Mapping[str, Any], key: str) -> dict[
             out["encryption"] = sets["encryption"]
         if "metadata_format" in sets:
             out["metadata_format"] = str(sets["metadata_format"])
+        if "settings" in sets:
+            out["settings"] = dict(sets["settings"])
         if "indices" in sets:
             indices, footers = {}, {}
             for col, form in sets["indices"].items():

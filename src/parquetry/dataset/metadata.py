@@ -221,6 +221,9 @@ class DatasetDocument:
     #: The data files' encryption (:meth:`EncryptionSettings.to_json`: master key ids and
     #: encrypted columns, never key material), or None for plaintext datasets.
     encryption: Mapping[str, Any] | None = None
+    #: Dataset settings parquetry keeps out of kartothek's ``metadata`` (which kartothek
+    #: users see), e.g. ``{"pointer": "auto"}``; see :mod:`parquetry.dataset.pointer`.
+    settings: Mapping[str, Any] = field(default_factory=dict)
     #: The change that produced this state from its base (``entry.Change``), recorded by
     #: ``apply_change`` so the commit writes an entry of O(change); None when unknown.
     change: Any = field(default=None, compare=False, repr=False)
@@ -259,6 +262,8 @@ class DatasetDocument:
             }
             if self.encryption is not None:
                 out[EXTENSION_KEY]["encryption"] = dict(self.encryption)
+            if self.settings:
+                out[EXTENSION_KEY]["settings"] = dict(self.settings)
         return out
 
     @classmethod
@@ -287,6 +292,7 @@ class DatasetDocument:
         ext = doc.get(EXTENSION_KEY)
         files = info = encryption = None
         footers = {}
+        settings: dict[str, Any] = {}
         fmt = metadata_format
         if not isinstance(schema, pa.Schema):
             schema = None
@@ -296,6 +302,8 @@ class DatasetDocument:
             fmt = ext.get("metadata_format", metadata_format)
             footers = {c: IndexFooter.from_json(f) for c, f in ext.get("index_footers", {}).items()}
             encryption = ext.get("encryption")
+            if isinstance(ext.get("settings"), dict):
+                settings = ext["settings"]
         return cls(
             uuid=str(doc["dataset_uuid"]),
             partitions=partitions,
@@ -309,6 +317,7 @@ class DatasetDocument:
             metadata_format=fmt,
             index_footers=footers,
             encryption=encryption,
+            settings=settings,
         )
 
 

@@ -78,6 +78,7 @@ def create_dataset(
     metadata_format: str,
     write_options: WriteOptions | None,
     table: str,
+    settings: Mapping[str, Any] | None = None,
 ) -> LoadedState:
     """The body of :meth:`Dataset.create` (see there): write ``data``, then version 0."""
     validate_uuid(uuid)
@@ -114,6 +115,7 @@ def create_dataset(
         encryption=write_options.encryption.to_json()
         if write_options is not None and write_options.encryption is not None
         else None,
+        settings=settings,
     )
 
 

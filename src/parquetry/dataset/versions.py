@@ -222,11 +222,14 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
         foreign = foreign_pointer(store, uuid, pointer)
         requests += foreign[1]
         if foreign[0] is not None:
+            # kartothek's change applied to the newest version (see kartothek_sync).
+            from parquetry.dataset.kartothek_sync import foreign_state
+
             kdoc, kfmt = foreign[0]
             kdoc, extra = _complete_foreign(store, kdoc)
-            return LoadedState(
-                doc=kdoc, number=-1, foreign=True, pointer_format=kfmt, requests=requests + extra
-            )
+            shown = pointer.get("number")
+            hint = shown if isinstance(shown, int) else None
+            return foreign_state(store, uuid, kdoc, kfmt, requests + extra, hint=hint)
         assert doc.version is not None
         number = doc.version.number
         if probe:
@@ -240,10 +243,11 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
     doc, fmt, requests = read_pointer_or_versions(store, uuid)
     requests += 1  # the GET of the head that found none (format 1, or kartothek's dataset)
     if doc.version is None:
+        # kartothek wrote the pointer: its change applied to the newest parquetry version.
+        from parquetry.dataset.kartothek_sync import foreign_state
+
         doc, extra = _complete_foreign(store, doc)
-        return LoadedState(
-            doc=doc, number=-1, foreign=True, pointer_format=fmt, requests=requests + extra
-        )
+        return foreign_state(store, uuid, doc, fmt, requests + extra)
     number = doc.version.number
     if probe:
         newer, newest, extra = roll_forward(store, uuid, number, doc)

@@ -1,0 +1,293 @@
+"""kartothek writes on a stale pointer: find the version kartothek saw, diff, re-apply.
+
+kartothek 5.3.0 updates a dataset by reading the pointer (``<uuid>.by-dataset-metadata.json``),
+changing it and writing it back without parquetry's extension. When the pointer showed
+version ``p`` while parquetry had committed ``p+1 .. n`` since (the pointer lags under the
+``auto`` and ``manual`` policies, or a slow kartothek job read it long ago), adopting that
+document wholesale would drop every row parquetry committed after ``p``. Instead:
+
+1. **Base.** The version ``p`` kartothek read is found from the labels: kartothek keeps
+   the entries of untouched partitions verbatim and names new partitions with fresh uuids.
+   Starting from the newest version the pointer can have shown (the newest version, or
+   the last pointer parquetry wrote when that is recorded) and going back: a version that
+   added a partition the foreign document holds is ``p`` (kartothek cannot know a
+   partition of a version it did not read); a version that added nothing and removed
+   nothing the foreign document still holds is taken as ``p``; a version whose additions
+   are all missing from the foreign document came after ``p`` (kartothek never saw them),
+   so the walk goes on. One case is ambiguous: kartothek deleting *every* partition the
+   version it read had added looks like kartothek having read the version before; the
+   walk then goes on and kartothek's deletion of those partitions is not applied (their
+   rows stay: nothing is lost, a deletion is missed). A walk reaching the creation (or the
+   oldest retained version) stops there: kartothek replaced every partition it saw
+   (``overwrite``), and the partitions parquetry committed later stay.
+2. **Diff** against ``p``: labels added (with their files and, from kartothek's index files,
+   their index values), labels removed, user metadata keys changed, index columns
+   kartothek built (``build_dataset_indices``).
+3. **Re-apply** on the newest version ``n`` as one commit with operation ``"kartothek"``:
+   removed labels that a later parquetry commit already removed are skipped (no conflict),
+   parquetry's partitions added after ``p`` stay even when kartothek's ``delete_scope``
+   would have matched them (kartothek never saw them). Readers get the same state in
+   memory (:func:`reconciled_read_state`) without writing anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parquetry.dataset.metadata import DatasetDocument
+from parquetry.dataset.naming import parse_label, parse_partition_value
+from parquetry.dataset.schema import normalise_type
+from parquetry.dataset.write import FileDescription
+from parquetry.errors import DatasetNotFound, MetadataCorrupted
+from parquetry.store import Store
+
+__all__ = [
+    "KartothekDiff",
+    "added_files",
+    "find_base",
+    "kartothek_diff",
+    "kartothek_indices",
+    "reconciled_doc",
+]
+
+#: Versions examined (newest first) when looking for the one kartothek read.
+BASE_SCAN_LIMIT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class KartothekDiff:
+    """What kartothek changed relative to the parquetry version ``base`` it read."""
+
+    base: int
+    added: Mapping[str, str]  # label -> data key (the dataset's table)
+    removed: frozenset[str]
+    metadata: Mapping[str, Any]  # user metadata keys kartothek set to a new value
+    built: tuple[str, ...]  # index columns kartothek built that ``base`` had not
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.metadata or self.built)
+
+
+def find_base(
+    store: Store,
+    uuid: str,
+    foreign: DatasetDocument,
+    numbers: list[int],
+    *,
+    hint: int | None = None,
+) -> tuple[int, DatasetDocument, frozenset[str], int] | None:
+    """(number and document of the version kartothek read, labels of the versions
+    examined, GETs used), or None when the dataset has no parquetry version.
+
+    ``numbers``: the retained version numbers (ascending). ``hint``: the newest version
+    the pointer can have shown (the last pointer parquetry wrote, format 2's head); the
+    newest version otherwise. See the module docstring for the rule.
+    """
+    from parquetry.dataset.versions import load_version
+
+    labels = foreign.partitions.keys()
+    order = [n for n in reversed(numbers) if hint is None or n <= hint]
+    docs: dict[int, DatasetDocument | None] = {}
+    requests = 0
+
+    def doc_of(n: int) -> DatasetDocument | None:
+        nonlocal requests
+        if n not in docs:
+            requests += 1
+            try:
+                docs[n] = load_version(store, uuid, n)
+            except (DatasetNotFound, MetadataCorrupted):
+                docs[n] = None
+        return docs[n]
+
+    def walk() -> Iterator[tuple[int, DatasetDocument]]:
+        """Retained versions of the newest's incarnation, newest first (loaded lazily)."""
+        incarnation: str | None = None
+        for n in order[:BASE_SCAN_LIMIT]:
+            doc = doc_of(n)
+            if doc is None or doc.version is None:
+                continue
+            if incarnation is None:
+                incarnation = doc.version.incarnation
+            elif doc.version.incarnation != incarnation:
+                return  # an earlier dataset of the same uuid
+            yield n, doc
+
+    versions = walk()
+    current = next(versions, None)
+    if current is None:
+        return None
+    while True:
+        n, doc = current
+        assert doc.version is not None
+        created = doc.version.epoch == n
+        current = None if created else next(versions, None)
+        old = set() if current is None else current[1].partitions.keys()
+        added = doc.partitions.keys() - old
+        if added & labels:
+            break  # kartothek knew a partition this version added: it read this one
+        if not added and not ((old - doc.partitions.keys()) & labels):
+            break  # added nothing, and kartothek kept nothing this version removed
+        if current is None:
+            break  # the creation: kartothek replaced every partition it saw
+    base = doc_of(n)
+    assert base is not None
+    seen: set[str] = set()
+    for loaded in docs.values():
+        if loaded is not None:
+            seen.update(loaded.partitions)
+    return n, base, frozenset(seen), requests
+
+
+def _same_incarnation(a: DatasetDocument | None, b: DatasetDocument | None) -> bool:
+    if a is None or b is None or a.version is None or b.version is None:
+        return False
+    return a.version.incarnation == b.version.incarnation
+
+
+def kartothek_diff(
+    base_number: int, base: DatasetDocument, foreign: DatasetDocument, known: frozenset[str]
+) -> KartothekDiff:
+    """kartothek's change relative to ``base``. ``known``: labels parquetry versions hold;
+    a label of the foreign document among them that ``base`` lacks is one a later
+    parquetry commit removed, not one kartothek added."""
+    table = base.tables[0]
+    added = {
+        label: files.get(table) or next(iter(files.values()))
+        for label, files in foreign.partitions.items()
+        if label not in base.partitions and label not in known
+    }
+    removed = frozenset(base.partitions.keys() - foreign.partitions.keys())
+    metadata = {k: v for k, v in foreign.metadata.items() if base.metadata.get(k, _MISSING) != v}
+    built = tuple(sorted(set(foreign.indices) - set(base.indices)))
+    return KartothekDiff(base_number, added, removed, metadata, built)
+
+
+_MISSING = object()
+
+
+def added_files(
+    store: Store,
+    newest: DatasetDocument,
+    read: DatasetDocument,
+    foreign: DatasetDocument,
+    diff: KartothekDiff,
+) -> list[FileDescription]:
+    """The files kartothek added, described for a commit on ``newest``: rows and size from
+    the footer, index values from the index files kartothek rewrote (no data read). An index
+    kartothek left as it was in ``read`` (the version it read) is not trusted for the new
+    files: their values are read from the files by the commit."""
+    assert newest.schema is not None
+    schema = newest.schema
+    table = newest.tables[0]
+    index_values: dict[str, dict[str, pa.Array]] = {}
+    for col in newest.indices:
+        ref = foreign.indices.get(col)
+        if ref is None or ref == read.indices.get(col) or col not in schema.names:
+            continue
+        from parquetry.dataset.indices import load_index
+
+        t = normalise_type(schema.field(col).type)
+        pairs = load_index(store, col, ref, t).pairs()
+        mask = pc.is_in(pairs.column("label"), value_set=pa.array(list(diff.added), pa.string()))
+        chosen = pairs.filter(mask)
+        per: dict[str, list[Any]] = {}
+        for value, label in zip(
+            chosen.column("value").to_pylist(), chosen.column("label").to_pylist(), strict=True
+        ):
+            per.setdefault(label, []).append(value)
+        index_values[col] = {lbl: pa.array(v, type=t) for lbl, v in per.items()}
+
+    def describe(item: tuple[str, str]) -> FileDescription:
+        label, key = item
+        size = store.head(key).size
+        try:
+            rows = pq.ParquetFile(store.open(key, size=size)).metadata.num_rows
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise MetadataCorrupted(
+                f"{key}: a data file kartothek added is not readable Parquet: {exc}", key=key
+            ) from None
+        partition = tuple(
+            (k, parse_partition_value(raw, schema.field(k).type))
+            for k, raw in parse_label(label)
+            if k in schema.names
+        )
+        values = {}
+        for col, per_label in index_values.items():
+            t = normalise_type(schema.field(col).type)
+            values[col] = per_label.get(label, pa.array([], type=t))
+        return FileDescription(
+            table=table,
+            key=key,
+            label=label,
+            partition=partition,
+            rows=rows,
+            size=size,
+            index_values=values,
+        )
+
+    items = sorted(diff.added.items())
+    return list(store.map_concurrent(describe, items))
+
+
+def reconciled_doc(
+    base: DatasetDocument, foreign: DatasetDocument, diff: KartothekDiff
+) -> DatasetDocument:
+    """The newest version ``base`` with kartothek's change applied, for reading only.
+
+    Index columns kartothek changed are dropped unless kartothek read the newest version
+    itself (then its index files are complete): planning reads footers for those columns
+    until the next commit reconciles for good.
+    """
+    partitions = {k: v for k, v in base.partitions.items() if k not in diff.removed}
+    table = base.tables[0]
+    for label, key in diff.added.items():
+        partitions[label] = {table: key}
+    current = base.version is not None and diff.base == base.version.number
+    indices: dict[str, Any] = {}
+    footers = {}
+    for col, ref in base.indices.items():
+        theirs = foreign.indices.get(col)
+        if theirs is None or theirs == ref:
+            indices[col] = ref
+            if col in base.index_footers:
+                footers[col] = base.index_footers[col]
+        elif current:
+            indices[col] = theirs
+    if current:
+        for col in diff.built:
+            indices[col] = foreign.indices[col]
+    meta = dict(base.metadata)
+    meta.update(diff.metadata)
+    return base.evolve(
+        partitions=partitions,
+        files=base.files.changed(set(diff.removed), {}),
+        indices=indices,
+        index_footers=footers,
+        metadata=meta,
+        version=None,
+    )
+
+
+def kartothek_indices(
+    store: Store, base: DatasetDocument, foreign: DatasetDocument
+) -> dict[str, Any]:
+    """The index columns kartothek rewrote, loaded from its files (``IndexData``), for a
+    reconcile on the very version kartothek read."""
+    from parquetry.dataset.indices import load_index
+
+    assert base.schema is not None
+    out: dict[str, Any] = {}
+    for col, ref in foreign.indices.items():
+        if ref == base.indices.get(col) or col not in base.schema.names:
+            continue
+        t = normalise_type(base.schema.field(col).type)
+        out[col] = load_index(store, col, ref, t)
+    return out
