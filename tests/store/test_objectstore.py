@@ -91,19 +91,34 @@ def test_unreachable_endpoint_is_store_unavailable_and_fast() -> None:
 
 
 def test_retry_config_option_is_used() -> None:
-    store = open_store(
-        "s3://bucket",
-        endpoint=f"http://127.0.0.1:{closed_port()}",
-        region="us-east-1",
-        skip_signature=True,
-        retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=1)},
-        connect_timeout="1s",
-    )
-    start = time.monotonic()
-    with pytest.raises(StoreUnavailable):
-        store.head("k")
-    assert time.monotonic() - start < 3
+    """The option reaches the client: one retry after a 3 s backoff takes at least 3 s, no
+    retry with the same backoff takes less (a refused loopback connect fails at once). A
+    lower bound on the retried call, so a loaded machine cannot fail it."""
+    backoff = {"init_backoff": timedelta(seconds=3), "max_backoff": timedelta(seconds=3)}
+
+    def seconds_to_fail(retries: int) -> tuple[float, object]:
+        store = open_store(
+            "s3://bucket",
+            endpoint=f"http://127.0.0.1:{closed_port()}",
+            region="us-east-1",
+            skip_signature=True,
+            retry_config={
+                "max_retries": retries,
+                "retry_timeout": timedelta(seconds=60),
+                "backoff": backoff,
+            },
+            connect_timeout="1s",
+        )
+        start = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            store.head("k")
+        return time.monotonic() - start, store
+
+    retried, store = seconds_to_fail(1)
+    assert retried >= 3
     assert "connect_timeout" in repr(store)
+    once, _ = seconds_to_fail(0)
+    assert once < 3
 
 
 def test_bad_configuration_is_invalid_argument_without_secrets() -> None:
