@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from parquetry.store import LocalStore, MemoryStore, Store, open_store
 from parquetry.testing.moto import NO_METADATA_ENV, MotoServer, start_moto_server
@@ -20,8 +20,12 @@ os.environ.update(NO_METADATA_ENV)
 
 # CI (CI=true) replays the same examples on every run, so a landing never depends on the luck
 # of a draw; local runs explore new examples each time (and keep failures in .hypothesis/).
-settings.register_profile("ci", derandomize=True, print_blob=True)
-settings.register_profile("dev", print_blob=True)
+# Both profiles: no per-example deadline and no "data generation too slow" health check. Both
+# measure wall-clock time, which a loaded CI machine stretches; tests that set these
+# themselves (most do) keep their own values.
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("ci", derandomize=True, print_blob=True, **_UNTIMED)
+settings.register_profile("dev", print_blob=True, **_UNTIMED)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
