@@ -187,6 +187,7 @@ os._exit(0)
 
 
 @pytest.mark.s3
+@pytest.mark.timeout(1800)  # its own JVM: 400 s on a loaded 2-core machine, 600 s was close
 def test_endpoint_from_environment_only(moto_server: Any, tmp_path: Path) -> None:
     """AWS_ENDPOINT_URL=http://... and credentials only in the environment: the driver's
     planner and commit workers and the executors' Python workers inherit the JVM's
@@ -209,7 +210,7 @@ def test_endpoint_from_environment_only(moto_server: Any, tmp_path: Path) -> Non
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1500,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
