@@ -93,9 +93,13 @@ def _race(
 ) -> _Log:
     log = _Log()
     done = threading.Event()
+    # Released together: on a loaded machine a writer started first could otherwise finish
+    # before the others start, and the race (jitter.contended > 0) would not happen.
+    released = threading.Barrier(writers)
 
     def write(n: int) -> None:
         pds = ParquetDatasetStore(store, max_rows_per_file=2, max_workers=2)
+        released.wait()
         for j in range(writes_each):
             write_id = n * 100 + j
             start = log.tick()
