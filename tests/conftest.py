@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +30,24 @@ _UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 settings.register_profile("ci", derandomize=True, print_blob=True, **_UNTIMED)
 settings.register_profile("dev", print_blob=True, **_UNTIMED)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """End the pytest process, once everything is reported, without interpreter
+    finalization: an Arrow worker thread that frees a Python-owned buffer after
+    finalization began aborts the process (apache/arrow#34314), which would turn a green
+    run into exit code -6 (what the ``parquetry`` program and the test subprocesses avoid
+    with ``os._exit`` too). The exit handler runs after pytest has written its summary and
+    restored the output streams, and before finalization starts; it keeps pytest's status.
+    """
+    atexit.register(_exit_now, session)
+
+
+def _exit_now(session: pytest.Session) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(int(session.exitstatus))
 
 
 @pytest.fixture(scope="session")
