@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -14,6 +13,7 @@ import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = ["CREDENTIALS", "NO_METADATA_ENV", "MotoServer", "start_moto_server"]
@@ -80,6 +80,9 @@ class MotoServer:
                 self.process.wait(timeout=10)
 
 
+_MAIN = Path(__file__).with_name("_moto_main.py")
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -87,25 +90,21 @@ def _free_port() -> int:
 
 
 def start_moto_server(timeout: float = 120.0, attempts: int = 3) -> MotoServer:
-    """Start ``moto_server`` on a free loopback port and wait until it answers.
+    """Start a moto S3 server on a free loopback port and wait until it answers.
 
     The generous ``timeout`` is for a loaded CI machine, where importing moto alone can take
     many seconds. The port is free when chosen but another process may take it before the
     server binds; a server that exits before answering is started again on a new port.
     """
-    exe = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which(
-        "moto_server"
-    )
     env = {**os.environ, **NO_METADATA_ENV}
     deadline = time.monotonic() + timeout
     exits: list[int] = []
     for _attempt in range(attempts):
         port = _free_port()
-        cmd = (
-            [exe, "-H", "127.0.0.1", "-p", str(port)]
-            if exe
-            else [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
-        )
+        # moto's server with atomic conditional writes (see _moto_main), run by its path so
+        # that it needs nothing but moto; -P keeps this directory (and its moto.py) off the
+        # import path.
+        cmd = [sys.executable, "-P", str(_MAIN), "-H", "127.0.0.1", "-p", str(port)]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         server = MotoServer(endpoint=f"http://127.0.0.1:{port}", pid=proc.pid, process=proc)
         if _wait_until_up(server, deadline):
