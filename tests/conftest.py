@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from parquetry.store import LocalStore, MemoryStore, Store, open_store
 from parquetry.testing.moto import NO_METADATA_ENV, MotoServer, start_moto_server
@@ -20,9 +23,31 @@ os.environ.update(NO_METADATA_ENV)
 
 # CI (CI=true) replays the same examples on every run, so a landing never depends on the luck
 # of a draw; local runs explore new examples each time (and keep failures in .hypothesis/).
-settings.register_profile("ci", derandomize=True, print_blob=True)
-settings.register_profile("dev", print_blob=True)
+# Both profiles: no per-example deadline and no "data generation too slow" health check. Both
+# measure wall-clock time, which a loaded CI machine stretches; tests that set these
+# themselves (most do) keep their own values.
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("ci", derandomize=True, print_blob=True, **_UNTIMED)
+settings.register_profile("dev", print_blob=True, **_UNTIMED)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """End the pytest process, once everything is reported, without interpreter
+    finalization: an Arrow worker thread that frees a Python-owned buffer after
+    finalization began aborts the process (apache/arrow#34314), which would turn a green
+    run into exit code -6 (what the ``parquetry`` program and the test subprocesses avoid
+    with ``os._exit`` too). The exit handler runs after pytest has written its summary and
+    restored the output streams, and before finalization starts; it keeps pytest's status.
+    """
+    atexit.register(_exit_now, session)
+
+
+def _exit_now(session: pytest.Session) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(int(session.exitstatus))
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,9 @@ def local(tmp_path: Path) -> Lake:
 
 
 @pytest.fixture
-def closed_port() -> int:
-    """A loopback port with nothing listening (bound, then closed)."""
+def closed_port() -> Iterator[int]:
+    """A loopback port with nothing listening: bound but not listening for the whole test,
+    so connections are refused and no other process can take the port meanwhile."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        yield int(s.getsockname()[1])

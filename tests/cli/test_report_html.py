@@ -187,7 +187,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # a bound against a hang: Chromium starts several processes
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]

@@ -3,6 +3,7 @@ hypothesis round trips of random tables and split sizes."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import uuid
@@ -39,8 +40,34 @@ class ThreadRecordingStore(WrapperStore):
         return self.inner._put(key, data, mode, expected_version)
 
 
+class MeetingStore(ThreadRecordingStore):
+    """The first two staged puts wait (bounded) for each other: parts encoded in parallel
+    always meet there, however the OS schedules the pool's threads (on a loaded machine one
+    thread could otherwise encode every part before another ever ran)."""
+
+    def __init__(self, inner: Store):
+        super().__init__(inner)
+        self.meeting = threading.Barrier(2, timeout=60)
+        self.arrivals = 0
+        self.lock = threading.Lock()
+
+    def _put(
+        self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
+    ) -> object:  # type: ignore[override]
+        if "/_staging/" in key:
+            with self.lock:
+                self.arrivals += 1
+                meet = self.arrivals <= 2
+            if meet:
+                # Sequential encoding breaks the barrier after the timeout: the assertion on
+                # threads then fails.
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    self.meeting.wait()
+        return super()._put(key, data, mode, expected_version)
+
+
 def test_parts_encoded_on_several_threads() -> None:
-    store = ThreadRecordingStore(MemoryStore())
+    store = MeetingStore(MemoryStore())
     table = pa.table({"i": np.arange(40_000), "f": np.random.default_rng(1).random(40_000)})
     pds = ParquetDatasetStore(store, max_rows_per_file=5_000, max_workers=4)
     m = pds.write_dataset(table, "ds")

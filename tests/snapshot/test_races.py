@@ -93,9 +93,13 @@ def _race(
 ) -> _Log:
     log = _Log()
     done = threading.Event()
+    # Released together: on a loaded machine a writer started first could otherwise finish
+    # before the others start, and the race (jitter.contended > 0) would not happen.
+    released = threading.Barrier(writers)
 
     def write(n: int) -> None:
         pds = ParquetDatasetStore(store, max_rows_per_file=2, max_workers=2)
+        released.wait()
         for j in range(writes_each):
             write_id = n * 100 + j
             start = log.tick()
@@ -215,8 +219,8 @@ def test_a_switching_write_makes_others_conflict(memory_store: Store) -> None:
     class Slow(FaultyStore):
         def _delete(self, key: str, missing_ok: bool) -> None:
             if key.endswith("_SUCCESS") and threading.current_thread().name == "first":
-                barrier.wait(5)  # the first writer holds the switch ...
-                barrier.wait(5)  # ... until the second one has tried
+                barrier.wait(120)  # the first writer holds the switch ...
+                barrier.wait(120)  # ... until the second one has tried
             self.inner._delete(key, missing_ok)
 
     store = Slow(memory_store)
@@ -226,13 +230,13 @@ def test_a_switching_write_makes_others_conflict(memory_store: Store) -> None:
 
     thread = threading.Thread(target=first, name="first")
     thread.start()
-    barrier.wait(5)
+    barrier.wait(120)
     try:
         ParquetDatasetStore(store).write_dataset(_table(2), KEY, overwrite=True)
     except CommitConflict as exc:
         errors.append(exc)
     finally:
-        barrier.wait(5)
+        barrier.wait(120)
         thread.join()
     assert len(errors) == 1
     assert KEY in str(errors[0])

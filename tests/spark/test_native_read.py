@@ -119,7 +119,7 @@ def _literal(draw: hs.DrawFn) -> tuple[str, str, Any]:
 @settings(
     max_examples=20,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(predicates=hs.lists(hs.lists(_literal(), min_size=1, max_size=3), min_size=1, max_size=2))
 def test_rows_equal_the_python_read(

@@ -6,6 +6,7 @@ import base64
 import pickle
 import socket
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -20,10 +21,13 @@ SECRET = "SUPERSECRET-d0n7-l34k-m3"
 KEY_ID = "AKIDSECRETID42"
 
 
-def closed_port() -> int:
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port with nothing listening: bound but not listening for the whole test,
+    so connections are refused and no other process can take the port meanwhile."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        yield int(s.getsockname()[1])
 
 
 def assert_no_secret(text: str) -> None:
@@ -68,8 +72,8 @@ def test_secrets_stay_out_of_repr_url_and_errors(moto_server: MotoServer) -> Non
     assert_no_secret(repr(clone))
 
 
-def test_unreachable_endpoint_is_store_unavailable_and_fast() -> None:
-    endpoint = f"http://127.0.0.1:{closed_port()}"
+def test_unreachable_endpoint_is_store_unavailable_and_fast(closed_port: int) -> None:
+    endpoint = f"http://127.0.0.1:{closed_port}"
     store = open_store(
         "s3://bucket/prefix",
         endpoint=endpoint,
@@ -90,20 +94,35 @@ def test_unreachable_endpoint_is_store_unavailable_and_fast() -> None:
         assert_no_secret(all_text(info.value))
 
 
-def test_retry_config_option_is_used() -> None:
-    store = open_store(
-        "s3://bucket",
-        endpoint=f"http://127.0.0.1:{closed_port()}",
-        region="us-east-1",
-        skip_signature=True,
-        retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=1)},
-        connect_timeout="1s",
-    )
-    start = time.monotonic()
-    with pytest.raises(StoreUnavailable):
-        store.head("k")
-    assert time.monotonic() - start < 3
+def test_retry_config_option_is_used(closed_port: int) -> None:
+    """The option reaches the client: one retry after a 3 s backoff takes at least 3 s, no
+    retry with the same backoff takes less (a refused loopback connect fails at once). A
+    lower bound on the retried call, so a loaded machine cannot fail it."""
+    backoff = {"init_backoff": timedelta(seconds=3), "max_backoff": timedelta(seconds=3)}
+
+    def seconds_to_fail(retries: int) -> tuple[float, object]:
+        store = open_store(
+            "s3://bucket",
+            endpoint=f"http://127.0.0.1:{closed_port}",
+            region="us-east-1",
+            skip_signature=True,
+            retry_config={
+                "max_retries": retries,
+                "retry_timeout": timedelta(seconds=60),
+                "backoff": backoff,
+            },
+            connect_timeout="1s",
+        )
+        start = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            store.head("k")
+        return time.monotonic() - start, store
+
+    retried, store = seconds_to_fail(1)
+    assert retried >= 3
     assert "connect_timeout" in repr(store)
+    once, _ = seconds_to_fail(0)
+    assert once < 3
 
 
 def test_bad_configuration_is_invalid_argument_without_secrets() -> None:

@@ -31,6 +31,7 @@ from parquetry.errors import SchemaMismatch
 
 __all__ = [
     "Difference",
+    "case_clashes",
     "compare",
     "merged_schema",
     "mismatch_message",
@@ -264,6 +265,9 @@ def resolve_write_schema(
             f"{twice[0]!r} appears more than once in the data"
             + (f" (also {twice[1:]})" if len(twice) > 1 else "")
         )
+    clashes = case_clashes(dataset, data)
+    if clashes:
+        raise SchemaMismatch(_clash_message(name, clashes))
     diffs = compare(dataset, data)
     blocking = _blocking(diffs, merge)
     # Partition values live in paths: a partition column must be in the data.
@@ -275,6 +279,49 @@ def resolve_write_schema(
     if not merge:
         return dataset
     return merged_schema(dataset, data)
+
+
+def case_clashes(dataset: pa.Schema, data: pa.Schema) -> list[tuple[str, str]]:
+    """Pairs of column (or struct field) names that differ only in case: a data name and the
+    dataset's, or two of the data's own. Spark resolves names case-insensitively by default
+    and cannot read a dataset with both, so no write may bring a second spelling in."""
+    return _clashes(list(dataset), list(data), "")
+
+
+def _clashes(
+    dataset: Sequence[pa.Field], data: Sequence[pa.Field], prefix: str
+) -> list[tuple[str, str]]:
+    exact = {f.name: f for f in dataset}
+    folded = {f.name.lower(): f.name for f in dataset}
+    out: list[tuple[str, str]] = []
+    for f in data:
+        ours = exact.get(f.name)
+        if ours is not None:
+            have, got = _struct_of(ours.type), _struct_of(f.type)
+            if have is not None and got is not None:
+                out += _clashes(have, got, f"{prefix}{f.name}.")
+            continue
+        other = folded.setdefault(f.name.lower(), f.name)  # a new name: the first one wins
+        if other != f.name:
+            out.append((prefix + other, prefix + f.name))
+    return out
+
+
+def _struct_of(t: pa.DataType) -> list[pa.Field] | None:
+    """The fields of a struct, or of the structs a list holds (Spark's names inside)."""
+    while pa.types.is_list(t) or pa.types.is_large_list(t):
+        t = t.value_type
+    return list(t) if pa.types.is_struct(t) else None
+
+
+def _clash_message(name: str, clashes: Sequence[tuple[str, str]]) -> str:
+    lines = [f"A schema mismatch detected when writing to dataset '{name}':"]
+    lines += [
+        f"- columns {have!r} and {got!r} differ only in case: Spark resolves column names "
+        f"case-insensitively and could not read both; spell {got!r} as {have!r}"
+        for have, got in clashes
+    ]
+    return "\n".join(lines)
 
 
 def storable(have: pa.DataType, want: pa.DataType) -> bool:

@@ -186,7 +186,16 @@ def labels_in_scope(
                     column=col,
                     op="==",
                 )
-        dnf = validate_predicates([[(c, "==", v) for c, v in scope.items()]], schema)
+            if scope[col] is None and col not in doc.partition_keys:
+                raise PredicateError(
+                    f"delete_scope {{{col!r}: None}}: an index holds no nulls, so a null "
+                    "selects partitions only on a partition key",
+                    column=col,
+                    op="is null",
+                )
+        # None selects the null partition (p=__HIVE_DEFAULT_PARTITION__): "== None" never holds.
+        terms = [(c, "is null") if v is None else (c, "==", v) for c, v in scope.items()]
+        dnf = validate_predicates([terms], schema)
         assert dnf is not None
         (conj,) = dnf
         candidates = set(doc.partitions)

@@ -1,4 +1,5 @@
-"""How :class:`~parquetry.store.local.LocalStore` reaches a path without following a link.
+"""How :class:`~parquetry.store.local.LocalStore` reaches a path without following a link,
+and prunes the directories a delete emptied.
 
 Every path is opened from the root's fd one segment at a time with ``O_NOFOLLOW``, or, on
 Linux, in one call whose resolved path (``/proc/self/fd``) proves that no link was crossed.
@@ -12,7 +13,13 @@ import os
 import stat
 
 from parquetry.errors import InvalidKey, NotFound, ParquetryError, StoreUnavailable, UnsafePath
-from parquetry.store._localfs import DIR_FLAGS, FILE_FLAGS, LINK_ERRNOS
+from parquetry.store._localfs import (
+    DIR_FLAGS,
+    FILE_FLAGS,
+    LINK_ERRNOS,
+    open_subdir,
+    remove_stale_temps,
+)
 
 __all__ = ["PATH_FLAGS", "RETRIES", "ROOT_FLAGS", "SafeRoot"]
 
@@ -193,3 +200,27 @@ class SafeRoot:
 
     def _not_found(self, key: str) -> NotFound:
         return NotFound(f"{key!r} not found in {self.url}", key=key, store=self.url)
+
+    def _prune_empty_dirs(self, parent: str) -> None:
+        # Object stores have no directories: an emptied "directory" must vanish from listings.
+        # A concurrent writer that opened the directory first sees ENOENT and retries. Best
+        # effort: the object is gone already, a directory left behind lists as nothing.
+        if not parent:
+            return
+        segments = parent.split("/")
+        fds: list[int] = []
+        try:
+            fds.append(os.open(self._root, ROOT_FLAGS))
+            for segment in segments:
+                sub = open_subdir(segment, fds[-1])
+                if sub is None:
+                    return
+                fds.append(sub)
+            for depth in range(len(segments), 0, -1):
+                remove_stale_temps(fds[depth])
+                os.rmdir(segments[depth - 1], dir_fd=fds[depth - 1])
+        except OSError:
+            return  # not empty (ENOTEMPTY), gone, replaced...: stop pruning
+        finally:
+            for fd in fds:
+                os.close(fd)

@@ -52,14 +52,12 @@ from parquetry.store._localfs import (
     check_visible,
     list_level,
     meta,
-    open_subdir,
-    remove_stale_temps,
     stamp,
     unlink_quietly,
     version,
     walk_objects,
 )
-from parquetry.store._localwalk import PATH_FLAGS, RETRIES, ROOT_FLAGS, SafeRoot
+from parquetry.store._localwalk import PATH_FLAGS, RETRIES, SafeRoot
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
 from parquetry.store.keys import validate_key
 
@@ -363,30 +361,6 @@ class LocalStore(SafeRoot, Store):
         finally:
             for lock in reversed(locks):
                 lock.__exit__()
-
-    def _prune_empty_dirs(self, parent: str) -> None:
-        # Object stores have no directories: an emptied "directory" must vanish from listings.
-        # A concurrent writer that opened the directory first sees ENOENT and retries. Best
-        # effort: the object is gone already, a directory left behind lists as nothing.
-        if not parent:
-            return
-        segments = parent.split("/")
-        fds: list[int] = []
-        try:
-            fds.append(os.open(self._root, ROOT_FLAGS))
-            for segment in segments:
-                sub = open_subdir(segment, fds[-1])
-                if sub is None:
-                    return
-                fds.append(sub)
-            for depth in range(len(segments), 0, -1):
-                remove_stale_temps(fds[depth])
-                os.rmdir(segments[depth - 1], dir_fd=fds[depth - 1])
-        except OSError:
-            return  # not empty (ENOTEMPTY), gone, replaced...: stop pruning
-        finally:
-            for fd in fds:
-                os.close(fd)
 
     # --- listing -------------------------------------------------------------------------
 

@@ -1,47 +1,41 @@
-"""Object stores (S3, GCS, Azure) through obstore. The only module that imports obstore.
+"""Object stores (S3, GCS, Azure) through obstore.
+
+With :mod:`parquetry.store._objectstore_errors` (which translates obstore's exceptions), the
+only module that imports obstore.
 
 S3's ``If-None-Match: *`` and ``If-Match: <etag>`` (GCS generations, Azure ETags) give
 create-if-absent and compare-and-swap; obstore exposes both as put modes. Every obstore
-exception is translated here into parquetry's error tree, with secrets scrubbed.
+call runs inside ``_Translate``, which turns its exceptions into parquetry's error tree, with
+secrets scrubbed.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
-from urllib.parse import quote, urlsplit
 
 import obstore
-from obstore.exceptions import (
-    AlreadyExistsError,
-    GenericError,
-    InvalidPathError,
-    NotFoundError,
-    PermissionDeniedError,
-    PreconditionError,
-    UnauthenticatedError,
-    UnknownConfigurationKeyError,
-)
+from obstore.exceptions import GenericError
 from obstore.store import AzureStore, GCSStore, S3Store
 
-from parquetry.errors import (
-    AlreadyExists,
-    InvalidArgument,
-    InvalidKey,
-    NotFound,
-    ParquetryError,
-    PreconditionFailed,
-    StoreUnavailable,
-)
+from parquetry.errors import InvalidArgument, InvalidKey, NotFound, PreconditionFailed
+from parquetry.store._endpoints import check_endpoint
+from parquetry.store._objectstore_errors import _scrub, _Translate, is_panic
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
 from parquetry.store.keys import MAX_KEY_BYTES, validate_key
-from parquetry.store.secrets import is_secret_option, redact_url, url_has_userinfo
+from parquetry.store.secrets import is_secret_option
 
-__all__ = ["DEFAULT_CLIENT_OPTIONS", "DEFAULT_RETRY", "ObjectStore", "is_secret_option"]
+__all__ = [
+    "DEFAULT_CLIENT_OPTIONS",
+    "DEFAULT_RETRY",
+    "ObjectStore",
+    "check_endpoint",
+    "is_panic",
+    "is_secret_option",
+]
 
 _CLIENT_OPTIONS = frozenset(
     {
@@ -78,8 +72,6 @@ _ENDPOINT_ENV = {
 }
 #: Bucket and container names on S3, GCS and Azure (a superset of each one's rule).
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,221}")
-_URL_CHARS = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
-_HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9._-]{0,252})?")
 _SCHEMES = {"s3": S3Store, "gs": GCSStore, "az": AzureStore}
 _MULTIPART_THRESHOLD = 64 * 1024 * 1024
 
@@ -311,146 +303,6 @@ class ObjectStore(Store):
         objects = tuple(sorted((_meta(m) for m in result["objects"]), key=lambda m: m.key))
         prefixes = tuple(sorted(p.rstrip("/") for p in result["common_prefixes"]))
         return ListResult(objects=objects, prefixes=prefixes)
-
-
-class _Translate:
-    """Context manager turning obstore exceptions into parquetry errors, secrets scrubbed."""
-
-    __slots__ = ("expected", "key", "store")
-
-    def __init__(self, store: ObjectStore, key: str, *, expected: str | None = None):
-        store.check_full_key(key)
-        self.store = store
-        self.key = key
-        self.expected = expected
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
-    ) -> None:
-        if exc is None or isinstance(exc, ParquetryError):
-            return
-        if not isinstance(exc, Exception):
-            if not is_panic(exc):
-                return  # KeyboardInterrupt, SystemExit, GeneratorExit: let them through
-            text = str(exc).strip()
-            detail = _scrub(text, self.store._options).splitlines()[0][:200] if text else "panic"
-            raise StoreUnavailable(
-                f"{self.store.url} failed on {self.key!r}: the object store client crashed "
-                f"({detail})",
-                key=self.key,
-                store=self.store.url,
-            ) from None
-        # The original stays reachable as __context__: scrub it too.
-        exc.args = tuple(_scrub(str(a), self.store._options) for a in exc.args)
-        raise _translate(exc, self.store, self.key, self.expected) from None
-
-
-def _translate(exc: Exception, store: ObjectStore, key: str, expected: str | None) -> Exception:
-    url = store.url
-    bucket = _missing_bucket(str(exc))
-    if bucket is not None:
-        # Not "no such key": every key of the store is unreachable, and "dataset not found"
-        # would send the user looking for the wrong mistake.
-        return StoreUnavailable(
-            f"bucket {bucket or urlsplit(url).netloc!r} does not exist ({url}, key {key!r})",
-            key=key,
-            store=url,
-        )
-    if isinstance(exc, NotFoundError | FileNotFoundError):
-        return NotFound(f"{key!r} not found in {url}", key=key, store=url)
-    if isinstance(exc, AlreadyExistsError | FileExistsError):
-        return AlreadyExists(f"{key!r} already exists in {url}", key=key, store=url)
-    if isinstance(exc, PreconditionError):
-        return PreconditionFailed(
-            f"{key!r} changed in {url}: expected version {expected}",
-            key=key,
-            store=url,
-            expected=expected,
-        )
-    if isinstance(exc, InvalidPathError):
-        return InvalidKey(f"invalid key {key!r} for {url}", key=key, store=url)
-    if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
-        return StoreUnavailable(f"access to {key!r} in {url} denied", key=key, store=url)
-    if isinstance(exc, UnknownConfigurationKeyError):
-        return InvalidArgument(f"bad configuration for {url}: {exc}", key=key, store=url)
-    msg = str(exc).splitlines()[0][:300] if str(exc) else ""
-    return StoreUnavailable(
-        f"{url} failed on {key!r}: {type(exc).__name__}: {msg}", key=key, store=url
-    )
-
-
-_NO_SUCH_BUCKET = re.compile(
-    r"<Code>NoSuchBucket</Code>(?:.*?<BucketName>([^<]*)</BucketName>)?", re.S
-)
-
-
-def _missing_bucket(text: str) -> str | None:
-    """The bucket an S3 404 names as missing (NoSuchBucket; "" when it names none), or None
-    when the 404 is about a key. A HEAD response has no body, so it cannot tell."""
-    match = _NO_SUCH_BUCKET.search(text)
-    return None if match is None else match.group(1) or ""
-
-
-def is_panic(exc: BaseException) -> bool:
-    """Whether ``exc`` is a Rust panic surfacing through pyo3 (``PanicException`` derives
-    from BaseException, so ``except Exception`` misses it)."""
-    return type(exc).__name__ == "PanicException" and not isinstance(exc, Exception)
-
-
-def check_endpoint(name: str, value: Any) -> None:
-    """Refuse an endpoint URL the backend's HTTP client would panic on, without echoing any
-    credentials it may hold.
-
-    Raises:
-        InvalidArgument: naming the option and what is wrong.
-    """
-    shown = redact_url(value) if isinstance(value, str) else value
-    problem = _endpoint_problem(value)
-    if problem:
-        raise InvalidArgument(f"invalid {name} {shown!r}: {problem}")
-
-
-def _endpoint_problem(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        return "expected a URL such as http://127.0.0.1:9000"
-    if url_has_userinfo(value):
-        return "credentials belong in options or the environment, never in the URL"
-    if not _URL_CHARS.fullmatch(value):
-        return "it contains spaces or characters a URL cannot hold"
-    try:
-        parts = urlsplit(value)
-        port = parts.port
-    except ValueError as exc:  # bad IPv6 brackets, port not a number or out of range
-        return str(exc)
-    if parts.scheme.lower() not in ("http", "https"):
-        return "the scheme must be http:// or https://"
-    host = parts.hostname or ""
-    if not host:
-        return "it has no host"
-    if ":" in host:
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            return f"host {host!r} is not a valid IPv6 address"
-    elif not _HOST.fullmatch(host):
-        return f"host {host!r} is not a valid host name"
-    if port == 0:
-        return "port 0 is not a valid port"
-    return ""
-
-
-def _scrub(text: str, options: Mapping[str, Any]) -> str:
-    for name, value in options.items():
-        if is_secret_option(name) and isinstance(value, str) and value:
-            for form in {value, quote(value, safe="")}:
-                # Real secrets are long; a short one is masked only where it stands alone, so a
-                # test secret like "a" does not garble every word of the message.
-                pattern = re.escape(form) if len(form) >= 8 else rf"(?<!\w){re.escape(form)}(?!\w)"
-                text = re.sub(pattern, "***", text)
-    return text
 
 
 def _meta(item: Mapping[str, Any]) -> ObjectMeta:

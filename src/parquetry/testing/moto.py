@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = ["CREDENTIALS", "NO_METADATA_ENV", "MotoServer", "start_moto_server"]
@@ -61,7 +62,7 @@ class MotoServer:
         """Create a bucket (a fresh random name by default) and return its name."""
         name = name or f"b-{uuid.uuid4().hex[:16]}"
         req = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT")
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=60) as resp:
             resp.read()
         return name
 
@@ -79,36 +80,54 @@ class MotoServer:
                 self.process.wait(timeout=10)
 
 
+_MAIN = Path(__file__).with_name("_moto_main.py")
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def start_moto_server(timeout: float = 30.0) -> MotoServer:
-    """Start ``moto_server`` on a free loopback port and wait until it answers."""
-    exe = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which(
-        "moto_server"
-    )
-    port = _free_port()
-    cmd = (
-        [exe, "-H", "127.0.0.1", "-p", str(port)]
-        if exe
-        else [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
-    )
+def start_moto_server(timeout: float = 120.0, attempts: int = 3) -> MotoServer:
+    """Start a moto S3 server on a free loopback port and wait until it answers.
+
+    The generous ``timeout`` is for a loaded CI machine, where importing moto alone can take
+    many seconds. The port is free when chosen but another process may take it before the
+    server binds; a server that exits before answering is started again on a new port.
+    """
     env = {**os.environ, **NO_METADATA_ENV}
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
+    exits: list[int] = []
+    for _attempt in range(attempts):
+        port = _free_port()
+        # moto's server with atomic conditional writes (see _moto_main), run by its path so
+        # that it needs nothing but moto; -P keeps this directory (and its moto.py) off the
+        # import path.
+        cmd = [sys.executable, "-P", str(_MAIN), "-H", "127.0.0.1", "-p", str(port)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        server = MotoServer(endpoint=f"http://127.0.0.1:{port}", pid=proc.pid, process=proc)
+        if _wait_until_up(server, deadline):
+            return server
+        if proc.poll() is None:  # still starting at the deadline
+            proc.kill()
+            proc.wait()
+            raise RuntimeError(f"moto_server did not start on {server.endpoint} within {timeout}s")
+        exits.append(proc.returncode)
+    raise RuntimeError(f"moto_server exited before answering, {attempts} times: {exits}")
+
+
+def _wait_until_up(server: MotoServer, deadline: float) -> bool:
+    """Whether ``server`` answers before ``deadline``; False as soon as its process exits."""
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"moto_server exited with {proc.returncode}")
+        if server.process.poll() is not None:
+            return False
         try:
-            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
-                return MotoServer(endpoint=endpoint, pid=proc.pid, process=proc)
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.1)
+            with urllib.request.urlopen(f"{server.endpoint}/moto-api/", timeout=5):
+                return True
         except urllib.error.HTTPError:
-            return MotoServer(endpoint=endpoint, pid=proc.pid, process=proc)
-    proc.kill()
-    raise RuntimeError(f"moto_server did not start on {endpoint} within {timeout}s")
+            return True  # it answered
+        except (OSError, http.client.HTTPException):
+            # Refused, reset, timed out or a half-written answer: not up yet.
+            time.sleep(0.1)
+    return False
