@@ -1,0 +1,157 @@
+"""Index pieces: immutable, content-addressed Parquet files of one column's index (format 2).
+
+A piece has kartothek's index schema (``<column>``, ``partition: list<string>``), sorted by
+value, in row groups of :data:`PIECE_ROW_GROUP` rows, with statistics on the value column
+only (the label column's min/max are never used and would double the footer). Its key is
+``<uuid>/_indices/<column>/<sha256 of the bytes>.parquet``: two writers building the same
+piece (racing checkpoints) write the same key, so a lost create-if-absent race is fine and
+leaves no orphan behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import struct
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parquetry.dataset.indexfile import IndexFooter, footer_of, ranged_table
+from parquetry.dataset.indices import IndexData, _from_table
+from parquetry.dataset.naming import index_piece_key
+from parquetry.dataset.predicates import Literal
+from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound, ParquetryError
+from parquetry.store import PutMode, Store
+
+__all__ = [
+    "PIECE_ROW_GROUP",
+    "normalise_pairs",
+    "pairs_schema",
+    "piece_metadata",
+    "piece_pairs",
+    "read_piece",
+    "search_piece",
+    "write_piece",
+]
+
+#: Rows (distinct values) per row group of a piece. Measured (scripts in the report of
+#: issue 13, labels "p=12345/<32 hex>", 10 labels per value... see _measure in the tests):
+#: the footer grows with the number of row groups, a point lookup reads one row group.
+PIECE_ROW_GROUP = 16_384
+
+_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError, IndexError, struct.error)
+
+
+def pairs_schema(t: pa.DataType) -> pa.Schema:
+    return pa.schema([("value", t), ("label", pa.string())])
+
+
+def normalise_pairs(pairs: pa.Table, t: pa.DataType) -> pa.Table:
+    """``(value, label)`` rows in type ``t``, null values and null labels dropped."""
+    pairs = pairs.select(["value", "label"]).cast(pairs_schema(t))
+    keep = pc.and_(pc.is_valid(pairs.column("value")), pc.is_valid(pairs.column("label")))
+    return pairs.filter(keep)
+
+
+def piece_metadata(footer: IndexFooter) -> pq.FileMetaData:
+    """The Parquet metadata of a piece, parsed from its cached tail (no request)."""
+    try:
+        return pq.read_metadata(io.BytesIO(footer.tail))
+    except _ERRORS as exc:
+        raise MetadataCorrupted(
+            f"{footer.key}: the cached footer of the index piece is not Parquet ({exc})",
+            key=footer.key,
+        ) from None
+
+
+def piece_pairs(footer: IndexFooter) -> int:
+    """``(value, label)`` pairs in a piece: the leaf values of its ``partition`` column."""
+    md = piece_metadata(footer)
+    if md.num_columns < 2:
+        raise MetadataCorrupted(f"{footer.key}: an index piece needs 2 columns", key=footer.key)
+    return sum(md.row_group(i).column(1).num_values for i in range(md.num_row_groups))
+
+
+def write_piece(store: Store, uuid: str, column: str, pairs: pa.Table) -> IndexFooter:
+    """Write normalised ``pairs`` as one piece (create-if-absent) and return its footer."""
+    grouped = pairs.group_by("value", use_threads=False).aggregate([("label", "distinct")])
+    values = grouped.column("value").combine_chunks()
+    labels = grouped.column("label_distinct").combine_chunks().cast(pa.list_(pa.string()))
+    # Sorted labels inside a list: the bytes (hence the key) depend on the pairs only.
+    labels = pa.ListArray.from_arrays(
+        labels.offsets, pc.list_flatten(labels).take(_list_sort_order(labels))
+    )
+    table = pa.table({column: values, "partition": labels})
+    table = table.take(pc.sort_indices(table.column(0)))
+    sink = io.BytesIO()
+    pq.write_table(
+        table,
+        sink,
+        compression="zstd",
+        row_group_size=PIECE_ROW_GROUP,
+        write_statistics=[column],
+        store_schema=False,  # the type comes from the dataset schema; keeps the footer small
+    )
+    data = sink.getvalue()
+    key = index_piece_key(uuid, column, hashlib.sha256(data).hexdigest()[:32])
+    # Same name = same bytes: a concurrent checkpoint already wrote this very piece.
+    with contextlib.suppress(AlreadyExists):
+        store.put(key, data, mode=PutMode.CREATE)
+    return footer_of(key, data)
+
+
+def _list_sort_order(labels: pa.ListArray) -> pa.Array:
+    """Indices into the flattened labels sorting each list's items, lists kept in place."""
+    parents = pc.list_parent_indices(labels)
+    flat = pc.list_flatten(labels)
+    return pc.sort_indices(
+        pa.table({"p": parents, "l": flat}), sort_keys=[("p", "ascending"), ("l", "ascending")]
+    )
+
+
+def read_piece(store: Store, column: str, footer: IndexFooter, t: pa.DataType) -> IndexData:
+    """The whole piece (one GET)."""
+    try:
+        data = store.get(footer.key)
+    except NotFound:
+        raise _missing(column, footer.key) from None
+    try:
+        table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
+    except _ERRORS as exc:
+        raise _unreadable(column, footer.key, exc) from None
+    return _from_table(column, table, footer.key, t)
+
+
+def search_piece(
+    store: Store, column: str, footer: IndexFooter, lit: Literal, t: pa.DataType
+) -> tuple[set[str], int]:
+    """Labels in one piece matching ``lit`` and the GETs it took (0 when the footer's
+    statistics exclude the value, 1 for an equality otherwise)."""
+    try:
+        got = ranged_table(store, footer, lit)
+    except NotFound:
+        raise _missing(column, footer.key) from None
+    except _ERRORS as exc:
+        if isinstance(exc, ParquetryError):
+            raise
+        raise _unreadable(column, footer.key, exc) from None
+    if got is None:
+        return read_piece(store, column, footer, t).lookup(lit), 1
+    table, used = got
+    if table.num_rows == 0:
+        return set(), used
+    return _from_table(column, table, footer.key, t).lookup(lit), used
+
+
+def _missing(column: str, key: str) -> MetadataCorrupted:
+    return MetadataCorrupted(f"index piece {key!r} of column {column!r} is missing", key=key)
+
+
+def _unreadable(column: str, key: str, exc: BaseException) -> MetadataCorrupted:
+    detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    return MetadataCorrupted(
+        f"{key}: index piece of column {column!r} is unreadable ({detail})", key=key
+    )
