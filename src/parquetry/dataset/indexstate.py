@@ -49,6 +49,7 @@ __all__ = [
     "INLINE_INDEX_PAIRS",
     "MAX_SMALL_PIECES",
     "IndexState",
+    "MergePolicy",
     "TailPiece",
     "decode_delta",
 ]
@@ -61,6 +62,16 @@ SMALL_PIECE_RATIO = 8
 #: Everything is rewritten when dead labels exceed max(MIN, SHARE * pairs).
 DEAD_REWRITE_MIN = 10_000
 DEAD_REWRITE_SHARE = 0.10
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergePolicy:
+    """When a checkpoint merges pieces (the defaults are the format's; tests shrink them)."""
+
+    max_small_pieces: int = MAX_SMALL_PIECES
+    small_ratio: int = SMALL_PIECE_RATIO
+    dead_min: int = DEAD_REWRITE_MIN
+    dead_share: float = DEAD_REWRITE_SHARE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,11 +169,13 @@ class IndexState:
 
     # --- entry deltas ----------------------------------------------------------------------
 
-    def encode_delta(self, store: Store, uuid: str, pairs: pa.Table) -> dict[str, Any]:
+    def encode_delta(
+        self, store: Store, uuid: str, pairs: pa.Table, *, inline_max: int = INLINE_INDEX_PAIRS
+    ) -> dict[str, Any]:
         """An entry's ``index`` value for ``pairs``: inline up to INLINE_INDEX_PAIRS pairs,
         else the pairs are written as a piece (create-if-absent) and the entry names it."""
         pairs = normalise_pairs(pairs, self.type)
-        if pairs.num_rows <= INLINE_INDEX_PAIRS:
+        if pairs.num_rows <= inline_max:
             return {"pairs": _encode_pairs(pairs)}
         footer = write_piece(store, uuid, self.column, pairs)
         return {"piece": footer.to_json(), "pairs": pairs.num_rows}
@@ -214,20 +227,21 @@ class IndexState:
 
     # --- checkpoint ------------------------------------------------------------------------
 
-    def checkpoint(self, store: Store, uuid: str) -> IndexState:
+    def checkpoint(
+        self, store: Store, uuid: str, *, policy: MergePolicy = MergePolicy()
+    ) -> IndexState:
         """This state with an empty tail: tail pairs become one piece; small pieces merge;
         a full rewrite when ``dead`` passes max(DEAD_REWRITE_MIN, 10 % of the pairs)."""
         counts = [piece_pairs(f) for f in self.pieces]
         sizes = [*counts, *(tp.pairs for tp in self.tail_pieces), self.tail.num_rows]
         total = sum(sizes)
-        if len(self.dead) > max(DEAD_REWRITE_MIN, DEAD_REWRITE_SHARE * total) or self._revived(
-            store
-        ):
+        too_dead = len(self.dead) > max(policy.dead_min, policy.dead_share * total)
+        if too_dead or self._revived(store):
             return self._rewrite(store, uuid)
         footers = [*self.pieces, *(tp.footer for tp in self.tail_pieces)]
         biggest = max(sizes, default=0)
-        small = {i for i, n in enumerate(sizes) if n * SMALL_PIECE_RATIO < biggest}
-        merge = small if len(small) > MAX_SMALL_PIECES else set()
+        small = {i for i, n in enumerate(sizes) if n * policy.small_ratio < biggest}
+        merge = small if len(small) > policy.max_small_pieces else set()
         # Legacy (format-1) index files join the next merge: kartothek's GC may delete them.
         merge |= {i for i, f in enumerate(footers) if not is_index_piece_key(uuid, f.key)}
         merge.add(len(footers))  # the tail
@@ -373,7 +387,10 @@ def _footer(doc: Any, key: str, where: str) -> IndexFooter:
             raise ValueError("bad key or size")
     except (KeyError, TypeError, ValueError, binascii.Error) as exc:
         raise MetadataCorrupted(f"{key}: {where} is not an index footer ({exc})", key=key) from None
-    piece_metadata(footer)
+    try:
+        piece_metadata(footer)
+    except MetadataCorrupted as exc:
+        raise MetadataCorrupted(f"{key}: {where}: {exc}", key=key) from None
     return footer
 
 
