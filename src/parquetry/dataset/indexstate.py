@@ -17,8 +17,6 @@ passes a share, so its cost is O(tail) except for those amortised merges.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -26,6 +24,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from parquetry.dataset.indexdelta import (
+    corrupt,
+    decode_delta,
+    decode_pairs,
+    encode_pairs,
+    parse_count,
+    parse_footer,
+    parse_labels,
+    parse_list,
+)
 from parquetry.dataset.indexfile import IndexFooter, footer_of
 from parquetry.dataset.indexpieces import (
     normalise_pairs,
@@ -187,7 +195,7 @@ class IndexState:
         else the pairs are written as a piece (create-if-absent) and the entry names it."""
         pairs = normalise_pairs(pairs, self.type)
         if pairs.num_rows <= inline_max:
-            return {"pairs": _encode_pairs(pairs)}
+            return {"pairs": encode_pairs(pairs)}
         footer = write_piece(store, uuid, self.column, pairs)
         return {"piece": footer.to_json(), "pairs": pairs.num_rows}
 
@@ -302,7 +310,7 @@ class IndexState:
             "dead": sorted(self.dead),
         }
         if self.tail.num_rows:
-            out["tail"] = _encode_pairs(self.tail)
+            out["tail"] = encode_pairs(self.tail)
         if self.tail_pieces:
             out["tail_pieces"] = [
                 {"piece": tp.footer.to_json(), "pairs": tp.pairs, "dead": sorted(tp.dead)}
@@ -315,116 +323,27 @@ class IndexState:
         """Parse :meth:`to_root` output; any defect raises MetadataCorrupted naming ``key``."""
         where = f"index {column!r}"
         if not isinstance(doc, Mapping):
-            raise _corrupt(key, where, "an object", doc)
+            raise corrupt(key, where, "an object", doc)
         state = cls.empty(column, t)
-        listed = _list(doc.get("pieces", []), key, f"{where}.pieces")
-        pieces = tuple(_footer(p, key, f"{where}.pieces[{i}]") for i, p in enumerate(listed))
-        dead = _labels(doc.get("dead", []), key, f"{where}.dead")
+        listed = parse_list(doc.get("pieces", []), key, f"{where}.pieces")
+        pieces = tuple(parse_footer(p, key, f"{where}.pieces[{i}]") for i, p in enumerate(listed))
+        dead = parse_labels(doc.get("dead", []), key, f"{where}.dead")
         tail = state.tail
         if "tail" in doc:
-            tail = _decode_pairs(doc["tail"], state.type, key, f"{where}.tail")
+            tail = decode_pairs(doc["tail"], state.type, key, f"{where}.tail")
         tps = []
-        for i, tp in enumerate(_list(doc.get("tail_pieces", []), key, f"{where}.tail_pieces")):
+        for i, tp in enumerate(parse_list(doc.get("tail_pieces", []), key, f"{where}.tail_pieces")):
             at = f"{where}.tail_pieces[{i}]"
             if not isinstance(tp, Mapping):
-                raise _corrupt(key, at, "an object", tp)
+                raise corrupt(key, at, "an object", tp)
             tps.append(
                 TailPiece(
-                    footer=_footer(tp.get("piece"), key, f"{at}.piece"),
-                    pairs=_count(tp.get("pairs"), key, f"{at}.pairs"),
-                    dead=_labels(tp.get("dead", []), key, f"{at}.dead"),
+                    footer=parse_footer(tp.get("piece"), key, f"{at}.piece"),
+                    pairs=parse_count(tp.get("pairs"), key, f"{at}.pairs"),
+                    dead=parse_labels(tp.get("dead", []), key, f"{at}.dead"),
                 )
             )
         return replace(state, pieces=pieces, dead=dead, tail=tail, tail_pieces=tuple(tps))
-
-
-# --- deltas and their codecs -------------------------------------------------------------
-
-
-def decode_delta(
-    doc: Any, t: pa.DataType, *, key: str, column: str = ""
-) -> pa.Table | tuple[IndexFooter, int]:
-    """An entry's index delta: the pairs, or (footer, pair count) of a piece."""
-    t = normalise_type(t)
-    where = f"index {column!r}" if column else "index delta"
-    if not isinstance(doc, Mapping):
-        raise _corrupt(key, where, "an object", doc)
-    if "piece" in doc:
-        return _footer(doc["piece"], key, f"{where}.piece"), _count(
-            doc.get("pairs"), key, f"{where}.pairs"
-        )
-    if "pairs" not in doc:
-        raise MetadataCorrupted(f"{key}: {where} has neither 'pairs' nor 'piece'", key=key)
-    return _decode_pairs(doc["pairs"], t, key, f"{where}.pairs")
-
-
-def _encode_pairs(pairs: pa.Table) -> str:
-    sink = pa.BufferOutputStream()
-    # Compression only pays off beyond a few hundred pairs; a 1-row delta stays ~0.5 KB.
-    options = pa.ipc.IpcWriteOptions(compression="zstd" if pairs.num_rows > 256 else None)
-    with pa.ipc.new_stream(sink, pairs.schema, options=options) as writer:
-        writer.write_table(pairs)
-    return base64.b64encode(sink.getvalue().to_pybytes()).decode()
-
-
-def _decode_pairs(text: Any, t: pa.DataType, key: str, where: str) -> pa.Table:
-    if not isinstance(text, str):
-        raise _corrupt(key, where, "a base64 string", text)
-    try:
-        data = base64.b64decode(text, validate=True)
-        with pa.ipc.open_stream(data) as reader:
-            table = reader.read_all()
-        table.validate(full=True)
-    except (binascii.Error, ValueError, pa.ArrowException, OSError) as exc:
-        raise MetadataCorrupted(
-            f"{key}: {where} is not an Arrow IPC stream of pairs ({str(exc)[:200]})", key=key
-        ) from None
-    if table.column_names != ["value", "label"]:
-        raise _corrupt(key, where, "columns ['value', 'label']", table.column_names)
-    try:
-        return normalise_pairs(table, t)
-    except (pa.ArrowException, ValueError) as exc:
-        raise MetadataCorrupted(
-            f"{key}: {where} holds {table.schema.types}, not ({t}, string) ({str(exc)[:200]})",
-            key=key,
-        ) from None
-
-
-def _footer(doc: Any, key: str, where: str) -> IndexFooter:
-    try:
-        footer = IndexFooter.from_json(doc)
-        if not (isinstance(doc["key"], str) and doc["key"] and footer.size >= len(footer.tail)):
-            raise ValueError("bad key or size")
-    except (KeyError, TypeError, ValueError, binascii.Error) as exc:
-        raise MetadataCorrupted(f"{key}: {where} is not an index footer ({exc})", key=key) from None
-    try:
-        piece_metadata(footer)
-    except MetadataCorrupted as exc:
-        raise MetadataCorrupted(f"{key}: {where}: {exc}", key=key) from None
-    return footer
-
-
-def _list(doc: Any, key: str, where: str) -> list[Any]:
-    if not isinstance(doc, list):
-        raise _corrupt(key, where, "a list", doc)
-    return doc
-
-
-def _labels(doc: Any, key: str, where: str) -> frozenset[str]:
-    items = _list(doc, key, where)
-    if not all(isinstance(x, str) for x in items):
-        raise _corrupt(key, where, "a list of labels", doc)
-    return frozenset(items)
-
-
-def _count(doc: Any, key: str, where: str) -> int:
-    if not isinstance(doc, int) or isinstance(doc, bool) or doc < 0:
-        raise _corrupt(key, where, "a pair count", doc)
-    return doc
-
-
-def _corrupt(key: str, where: str, expected: str, found: Any) -> MetadataCorrupted:
-    return MetadataCorrupted(f"{key}: {where} must be {expected}, found {found!r:.200}", key=key)
 
 
 # --- helpers -----------------------------------------------------------------------------
