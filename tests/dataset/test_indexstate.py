@@ -12,7 +12,12 @@ import pyarrow as pa
 import pytest
 
 from parquetry.dataset.indexpieces import PIECE_ROW_GROUP, piece_metadata, piece_pairs
-from parquetry.dataset.indexstate import INLINE_INDEX_PAIRS, IndexState, MergePolicy
+from parquetry.dataset.indexstate import (
+    INLINE_INDEX_PAIRS,
+    ROOT_INLINE_PAIRS,
+    IndexState,
+    MergePolicy,
+)
 from parquetry.dataset.indices import IndexData, IndexLookup, merge_index, write_index
 from parquetry.dataset.predicates import Literal
 from parquetry.errors import MetadataCorrupted
@@ -20,6 +25,8 @@ from parquetry.store import MemoryStore, Store
 from parquetry.testing import CountingStore
 
 UUID = "ds"
+#: Tail pairs always become a piece (the default keeps up to ROOT_INLINE_PAIRS inline).
+WRITE = MergePolicy(inline_pairs=0)
 INT64 = pa.int64()
 
 
@@ -41,7 +48,7 @@ def test_equality_costs_one_ranged_get_per_piece_that_may_hold_the_value() -> No
     for base in (0, 100, 200):  # three pieces with disjoint ranges (none small: no merge)
         state = state.with_pairs(pairs(list(range(base, base + 50)), ["x"] * 50))
         state = state.with_pairs(pairs([base + 7], [f"hit{base}"]))
-        state = state.checkpoint(store, UUID)
+        state = state.checkpoint(store, UUID, policy=WRITE)
     assert len(state.pieces) == 3
     state = state.with_pairs(pairs([1000], ["tail"]))
     store.reset()
@@ -58,33 +65,67 @@ def test_equality_costs_one_ranged_get_per_piece_that_may_hold_the_value() -> No
 
 
 def test_checkpoint_after_a_one_row_append_costs_the_tail_not_the_index() -> None:
-    """A 200k-value index: the checkpoint after a 1-pair append writes one small piece and
-    reads nothing, so its cost does not grow with the index."""
+    """A 200k-value index: checkpoints after small appends read nothing and write O(tail)
+    (nothing while the tail fits inline in the root), whatever the size of the index."""
     n = 200_000
     store = CountingStore(MemoryStore())
     state = IndexState.empty("c", pa.int64()).with_pairs(
         pairs(list(range(n)), [label(i) for i in range(n)])
     )
     state = state.checkpoint(store, UUID)
-    big = store.bytes_written
-    assert big > 1_000_000
+    assert store.bytes_written > 1_000_000
     assert piece_metadata(state.pieces[0]).num_row_groups == math.ceil(n / PIECE_ROW_GROUP)
     assert len(json.dumps(state.to_root())) < 4 * 1024  # footers are cached in the root
-    for i in range(3):
+    for i in range(3):  # a 1-row append per checkpoint: the pair stays in the root
         store.reset()
-        state = state.with_pairs(pairs([n + i], [label(n + i)]))
-        state = state.checkpoint(store, UUID)
+        state = state.with_pairs(pairs([n + i], [label(n + i)])).checkpoint(store, UUID)
+        assert store.total == 0
+        assert state.tail.num_rows == i + 1
+    assert len(json.dumps(state.to_root())) < 5 * 1024
+    for i in range(3):  # forced to a piece: one small write
+        store.reset()
+        state = state.with_pairs(pairs([n + 10 + i], [label(n + 10 + i)]))
+        state = state.checkpoint(store, UUID, policy=WRITE)
         assert store.counts == {"put": 1}
         assert store.bytes_written < 2_000
         assert store.bytes_read == 0
     assert len(state.pieces) == 4
+    store.reset()  # past ROOT_INLINE_PAIRS, the tail becomes a piece of its own
+    extra = ROOT_INLINE_PAIRS + 1
+    state = state.with_pairs(pairs(list(range(-extra, 0)), [label(i) for i in range(extra)]))
+    state = state.checkpoint(store, UUID)
+    assert store.counts == {"put": 1}
+    assert store.bytes_written < 40 * extra
+    assert store.bytes_read == 0
+    assert state.tail.num_rows == 0
     store.reset()
-    assert state.lookup(store, eq(n + 1)) == {label(n + 1)}
+    assert state.lookup(store, eq(n + 11)) == {label(n + 11)}
     assert state.lookup(store, eq(12_345)) == {label(12_345)}
-    assert store.counts == {"get_range": 2}
+    assert state.lookup(store, eq(-1)) == {label(extra - 1)}
+    assert store.counts == {"get_range": 3}
     # One inline delta of a 1-row append stays small in the entry.
     delta = json.dumps(state.encode_delta(store, UUID, pairs([5], [label(5)])))
     assert len(delta) < 1_000
+
+
+def test_small_tails_stay_inline_in_the_root_and_cost_no_request() -> None:
+    store = CountingStore(MemoryStore())
+    state = IndexState.empty("c", pa.string())
+    for i in range(ROOT_INLINE_PAIRS):
+        state = state.with_pairs(pairs([f"v{i}"], [label(i)], pa.string()))
+        if i % 100 == 0:
+            state = state.checkpoint(store, UUID)
+    assert store.total == 0
+    root = json.dumps(state.to_root())
+    assert len(root) < 24 * 1024
+    back = IndexState.from_root("c", pa.string(), json.loads(root), key="root")
+    assert back.lookup(store, eq("v77", pa.string())) == {label(77)}
+    assert back.without_labels([label(77)]).lookup(store, eq("v77", pa.string())) == set()
+    assert store.total == 0
+    state = back.with_pairs(pairs(["v-last"], ["x"], pa.string())).checkpoint(store, UUID)
+    assert store.counts == {"put": 1}
+    assert state.tail.num_rows == 0
+    assert state.lookup(store, eq("v77", pa.string())) == {label(77)}
 
 
 def test_small_pieces_merge_when_more_than_eight_and_only_they_are_read() -> None:
@@ -92,13 +133,15 @@ def test_small_pieces_merge_when_more_than_eight_and_only_they_are_read() -> Non
     state = IndexState.empty("c", pa.int64()).with_pairs(
         pairs(list(range(1000)), [label(i) for i in range(1000)])
     )
-    state = state.checkpoint(store, UUID)
+    state = state.checkpoint(store, UUID, policy=WRITE)
     big = state.pieces[0]
     for i in range(8):
-        state = state.with_pairs(pairs([5000 + i], [f"new{i}"])).checkpoint(store, UUID)
+        state = state.with_pairs(pairs([5000 + i], [f"new{i}"])).checkpoint(
+            store, UUID, policy=WRITE
+        )
     assert len(state.pieces) == 9  # 8 small pieces: not yet "more than 8"
     store.reset()
-    state = state.with_pairs(pairs([5008], ["new8"])).checkpoint(store, UUID)
+    state = state.with_pairs(pairs([5008], ["new8"])).checkpoint(store, UUID, policy=WRITE)
     assert state.pieces[0] == big
     assert len(state.pieces) == 2
     assert store.counts["get"] == 8  # the small pieces, never the big one
@@ -111,7 +154,7 @@ def test_small_pieces_merge_when_more_than_eight_and_only_they_are_read() -> Non
 
 def test_dead_labels_filter_pieces_until_their_share_forces_a_rewrite() -> None:
     store = CountingStore(MemoryStore())
-    policy = MergePolicy(dead_floor=3, dead_share=0.1, dead_max=100)
+    policy = MergePolicy(dead_floor=3, dead_share=0.1, dead_max=100, inline_pairs=0)
     state = IndexState.empty("c", pa.int64()).with_pairs(
         pairs([i % 10 for i in range(20)], [f"l{i}" for i in range(20)])
     )
@@ -145,9 +188,9 @@ def test_the_dead_label_threshold_is_a_share_between_a_floor_and_a_cap() -> None
     state = IndexState.empty("c", pa.int64()).with_pairs(
         pairs(list(range(300)), [label(i) for i in range(300)])
     )
-    state = state.checkpoint(store, UUID, policy=MergePolicy(dead_max=5))
+    state = state.checkpoint(store, UUID, policy=MergePolicy(dead_max=5, inline_pairs=0))
     state = state.without_labels([label(i) for i in range(6)])
-    assert state.checkpoint(store, UUID).dead == frozenset(label(i) for i in range(6))
+    assert state.checkpoint(store, UUID, policy=WRITE).dead == {label(i) for i in range(6)}
     assert state.checkpoint(store, UUID, policy=MergePolicy(dead_max=5)).dead == frozenset()
     root = json.dumps(state.to_root())
     assert len(root) < 2_000
@@ -156,7 +199,7 @@ def test_the_dead_label_threshold_is_a_share_between_a_floor_and_a_cap() -> None
 def test_a_removed_label_added_again_is_live_only_with_its_new_values() -> None:
     store = MemoryStore()
     state = IndexState.empty("c", pa.int64()).with_pairs(pairs([1, 2], ["a", "b"]))
-    state = state.checkpoint(store, UUID)
+    state = state.checkpoint(store, UUID, policy=WRITE)
     state = state.without_labels(["a"]).with_pairs(pairs([3], ["a"]))
     assert state.lookup(store, eq(1)) == set()
     assert state.lookup(store, eq(3)) == {"a"}
@@ -170,7 +213,7 @@ def test_a_removed_label_added_again_is_live_only_with_its_new_values() -> None:
         assert state.lookup(store, eq(10)) == {"a"}
         assert state.lookup(store, eq(11)) == set()
         assert state.lookup(store, eq(2)) == {"b"}
-        state = state.checkpoint(store, UUID)
+        state = state.checkpoint(store, UUID, policy=WRITE)
     assert state.dead == frozenset()  # the conflict forced a full rewrite
 
 
@@ -190,7 +233,7 @@ def test_a_large_delta_is_written_as_a_piece_once() -> None:
     lit = eq("v3", pa.string())
     assert state.lookup(store, lit) == set()
     assert state.lookup(store, eq("v4", pa.string())) == {label(4)}
-    state = state.checkpoint(store, UUID)
+    state = state.checkpoint(store, UUID, policy=WRITE)
     assert state.pieces == (
         IndexState.empty("c", pa.string()).with_delta(doc, key="e").tail_pieces[0].footer,
     )
@@ -201,7 +244,11 @@ def test_a_large_delta_is_written_as_a_piece_once() -> None:
 def test_root_form_round_trips_through_json() -> None:
     store = MemoryStore()
     state = IndexState.empty("c", pa.int64()).with_pairs(pairs([1, 2], ["a", "b"]))
-    state = state.checkpoint(store, UUID).without_labels(["a"]).with_pairs(pairs([3], ["c"]))
+    state = (
+        state.checkpoint(store, UUID, policy=WRITE)
+        .without_labels(["a"])
+        .with_pairs(pairs([3], ["c"]))
+    )
     state = state.with_delta(
         state.encode_delta(store, UUID, pairs([4, 5], ["d", "e"]), inline_max=1), key="e"
     )
@@ -211,7 +258,7 @@ def test_root_form_round_trips_through_json() -> None:
     assert back.to_root() == root
     for v, want in ((1, set()), (2, {"b"}), (3, {"c"}), (4, {"d"})):
         assert back.lookup(store, eq(v)) == want
-    done = back.checkpoint(store, UUID).to_root()
+    done = back.checkpoint(store, UUID, policy=WRITE).to_root()
     assert set(done) == {"pieces", "dead"}
 
 
@@ -251,7 +298,11 @@ def test_legacy_and_pieces_missing_or_garbage_raise_metadata_corrupted() -> None
     with pytest.raises(MetadataCorrupted) as err:
         IndexState.legacy(store, "c", "ds/indices/c/y.parquet", None, pa.int64())
     assert err.value.key == "ds/indices/c/y.parquet"
-    state = IndexState.empty("c", pa.int64()).with_pairs(pairs([1], ["a"])).checkpoint(store, UUID)
+    state = (
+        IndexState.empty("c", pa.int64())
+        .with_pairs(pairs([1], ["a"]))
+        .checkpoint(store, UUID, policy=WRITE)
+    )
     key = state.pieces[0].key
     store.put(key, b"PAR1garbagePAR1")
     with pytest.raises(MetadataCorrupted) as err:
@@ -269,7 +320,7 @@ def test_legacy_and_pieces_missing_or_garbage_raise_metadata_corrupted() -> None
 def test_index_lookup_works_from_a_state_and_counts_its_requests() -> None:
     store = MemoryStore()
     state = IndexState.empty("c", pa.int64()).with_pairs(pairs([1, 2], ["a", "b"]))
-    state = state.checkpoint(store, UUID).with_pairs(pairs([2], ["c"]))
+    state = state.checkpoint(store, UUID, policy=WRITE).with_pairs(pairs([2], ["c"]))
     lookup = IndexLookup.from_state(store, state)
     assert lookup.lookup(eq(2)) == {"b", "c"}
     assert lookup.requests == 1
@@ -309,7 +360,7 @@ def test_lookups_agree_with_the_format1_index_for_every_type(
     table = pairs(values, labels, t)
     want: IndexData = merge_index("c", None, table, set(), IndexState.empty("c", t).type)
     first = IndexState.empty("c", t).with_pairs(table.slice(0, 2))
-    state = first.checkpoint(store, UUID).with_pairs(table.slice(2))
-    for current in (state, state.checkpoint(store, UUID)):
+    state = first.checkpoint(store, UUID, policy=WRITE).with_pairs(table.slice(2))
+    for current in (state, state.checkpoint(store, UUID, policy=WRITE)):
         for lit in [*lits, eq(None, t, "is not null"), eq(None, t, "is null")]:
             assert current.lookup(store, lit) == want.lookup(lit), lit

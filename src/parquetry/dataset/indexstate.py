@@ -57,6 +57,7 @@ __all__ = [
     "DEAD_REWRITE_SHARE",
     "INLINE_INDEX_PAIRS",
     "MAX_SMALL_PIECES",
+    "ROOT_INLINE_PAIRS",
     "IndexState",
     "MergePolicy",
     "TailPiece",
@@ -68,6 +69,11 @@ INLINE_INDEX_PAIRS = 10_000
 #: More than this many pieces each < 1/8 of the biggest merge into one at a checkpoint.
 MAX_SMALL_PIECES = 8
 SMALL_PIECE_RATIO = 8
+#: A checkpoint keeps up to this many tail pairs inline in the root (~20 KB of JSON for
+#: labels "p=<n>/<32 hex>") instead of writing a tiny piece: with a checkpoint every 100
+#: 1-row appends a piece per checkpoint would make every string point lookup cost one
+#: more GET per checkpoint (up to MAX_SMALL_PIECES + 1 GETs); inline pairs cost none.
+ROOT_INLINE_PAIRS = 512
 #: Everything is rewritten when the dead labels exceed min(MAX, max(FLOOR, SHARE * pairs)).
 #: The design said max(10,000, 10 % of the pairs), but dead labels live in the checkpoint
 #: root (~47 JSON bytes each for "p=12345/<32 hex>"): 10 % of a 10M-pair index would put
@@ -88,6 +94,7 @@ class MergePolicy:
     dead_floor: int = DEAD_REWRITE_FLOOR
     dead_share: float = DEAD_REWRITE_SHARE
     dead_max: int = DEAD_REWRITE_MAX
+    inline_pairs: int = ROOT_INLINE_PAIRS
 
     def too_dead(self, dead: int, pairs: int) -> bool:
         return dead > min(self.dead_max, max(self.dead_floor, self.dead_share * pairs))
@@ -249,30 +256,37 @@ class IndexState:
     def checkpoint(
         self, store: Store, uuid: str, *, policy: MergePolicy = MergePolicy()
     ) -> IndexState:
-        """This state with an empty tail: tail pairs become one piece; small pieces merge;
-        a full rewrite when ``dead`` passes :meth:`MergePolicy.too_dead`."""
+        """This state with no tail pieces: tail pairs become one piece (or stay inline in
+        the root while they are at most ``policy.inline_pairs``); small pieces merge; a full
+        rewrite when ``dead`` passes :meth:`MergePolicy.too_dead`."""
         counts = [piece_pairs(f) for f in self.pieces]
-        sizes = [*counts, *(tp.pairs for tp in self.tail_pieces), self.tail.num_rows]
-        total = sum(sizes)
-        if policy.too_dead(len(self.dead), total) or self._revived(store):
-            return self._rewrite(store, uuid)
         footers = [*self.pieces, *(tp.footer for tp in self.tail_pieces)]
+        sizes = [*counts, *(tp.pairs for tp in self.tail_pieces)]
+        inline = self.tail.num_rows <= policy.inline_pairs
+        if not inline:
+            sizes.append(self.tail.num_rows)  # the tail as a new piece, index len(footers)
+        total = sum(sizes) + (self.tail.num_rows if inline else 0)
+        if policy.too_dead(len(self.dead), total) or self._revived(store, tail=not inline):
+            return self._rewrite(store, uuid)
         biggest = max(sizes, default=0)
         small = {i for i, n in enumerate(sizes) if n * policy.small_ratio < biggest}
         merge = small if len(small) > policy.max_small_pieces else set()
         # Legacy (format-1) index files join the next merge: kartothek's GC may delete them.
         merge |= {i for i, f in enumerate(footers) if not is_index_piece_key(uuid, f.key)}
-        merge.add(len(footers))  # the tail
-        if len(merge) == len(sizes):
+        if not inline:
+            merge.add(len(footers))
+        if sizes and len(merge) == len(sizes):
             return self._rewrite(store, uuid)
         chosen = [footers[i] for i in sorted(merge) if i < len(footers)]
         parts = [_without(self._piece_pairs(store, f), self.dead) for f in chosen]
-        parts.append(self.tail)
+        if not inline:
+            parts.append(self.tail)
         kept = tuple(f for i, f in enumerate(footers) if i not in merge)
-        merged = pa.concat_tables(parts) if len(parts) > 1 else self.tail
+        merged = pa.concat_tables(parts) if parts else self.tail.slice(0, 0)
         if merged.num_rows:
             kept = (*kept, write_piece(store, uuid, self.column, merged))
-        return replace(self.reset(), pieces=kept, dead=self.dead)
+        tail = self.tail if inline else self.tail.slice(0, 0)
+        return replace(self.reset(), pieces=kept, dead=self.dead, tail=tail)
 
     def _rewrite(self, store: Store, uuid: str) -> IndexState:
         pairs = self._live_pairs(store)
@@ -280,14 +294,15 @@ class IndexState:
             return self.reset()
         return replace(self.reset(), pieces=(write_piece(store, uuid, self.column, pairs),))
 
-    def _revived(self, store: Store) -> bool:
-        """Do tail pairs or tail pieces re-add a label of ``dead``? After the checkpoint
-        ``dead`` applies to every piece, so such a label forces a full rewrite (rare:
-        labels are unique names; restores reset the state instead)."""
+    def _revived(self, store: Store, *, tail: bool = True) -> bool:
+        """Do tail pairs (when they become a piece) or tail pieces re-add a label of
+        ``dead``? After the checkpoint ``dead`` applies to every piece, so such a label
+        forces a full rewrite (rare: labels are unique names; restores reset instead)."""
         if not self.dead:
             return False
         if (
-            self.tail.num_rows
+            tail
+            and self.tail.num_rows
             and pc.any(pc.is_in(self.tail.column("label"), pa.array(list(self.dead)))).as_py()
         ):
             return True
