@@ -108,6 +108,25 @@ def test_checkpoint_after_a_one_row_append_costs_the_tail_not_the_index() -> Non
     assert len(delta) < 1_000
 
 
+def test_row_groups_hold_a_bounded_number_of_pairs_whatever_the_list_lengths() -> None:
+    """100 values in 1,000 partitions each: row groups of ~PIECE_ROW_GROUP pairs (33 rows),
+    not of PIECE_ROW_GROUP rows (the whole piece), so a lookup reads a quarter of it."""
+    store = CountingStore(MemoryStore())
+    n = 100_000
+    state = IndexState.empty("c", pa.int64()).with_pairs(
+        pairs([i % 100 for i in range(n)], [label(i) for i in range(n)])
+    )
+    state = state.checkpoint(store, UUID)
+    md = piece_metadata(state.pieces[0])
+    assert md.num_row_groups == math.ceil(n / PIECE_ROW_GROUP)
+    assert piece_pairs(state.pieces[0]) == n
+    size = state.pieces[0].size
+    store.reset()
+    assert len(state.lookup(store, eq(50))) == 1_000
+    assert store.counts == {"get_range": 1}
+    assert store.bytes_read < size / 2
+
+
 def test_small_tails_stay_inline_in_the_root_and_cost_no_request() -> None:
     store = CountingStore(MemoryStore())
     state = IndexState.empty("c", pa.string())

@@ -15,6 +15,7 @@ import hashlib
 import io
 import struct
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -37,8 +38,10 @@ __all__ = [
     "write_piece",
 ]
 
-#: Distinct values per row group of a piece: the footer (cached in the checkpoint root)
-#: grows with the number of row groups (~230 bytes each), a point lookup reads one group.
+#: Pairs (labels) per row group of a piece, so a row group's size does not depend on how
+#: many partitions hold each value (a group has at least one row). The footer (cached in
+#: the checkpoint root) grows with the number of row groups (~230 bytes each); a point
+#: lookup reads one group.
 #: Measured (one label "p=<n>/<32 hex>" per value, 100k labels, zstd, pyarrow 26):
 #:
 #: ============  =========  ===========  ===============  ============
@@ -101,20 +104,37 @@ def write_piece(store: Store, uuid: str, column: str, pairs: pa.Table) -> IndexF
     table = pa.table({column: values, "partition": labels})
     table = table.take(pc.sort_indices(table.column(0)))
     sink = io.BytesIO()
-    pq.write_table(
-        table,
+    with pq.ParquetWriter(
         sink,
+        table.schema,
         compression="zstd",
-        row_group_size=PIECE_ROW_GROUP,
         write_statistics=[column],
         store_schema=False,  # the type comes from the dataset schema; keeps the footer small
-    )
+    ) as writer:
+        for start, end in _groups(table.column(1).combine_chunks()):
+            writer.write_table(table.slice(start, end - start), row_group_size=end - start)
     data = sink.getvalue()
     key = index_piece_key(uuid, column, hashlib.sha256(data).hexdigest()[:32])
     # Same name = same bytes: a concurrent checkpoint already wrote this very piece.
     with contextlib.suppress(AlreadyExists):
         store.put(key, data, mode=PutMode.CREATE)
     return footer_of(key, data)
+
+
+def _groups(labels: pa.ListArray) -> list[tuple[int, int]]:
+    """Row ranges holding about PIECE_ROW_GROUP pairs each (at least one row): a value in
+    many partitions makes a long list, and a lookup reads its whole row group."""
+    if len(labels) == 0:
+        return [(0, 0)]
+    ends = np.cumsum(pc.list_value_length(labels).to_numpy(zero_copy_only=False))
+    out, start = [], 0
+    while start < len(labels):
+        before = int(ends[start - 1]) if start else 0
+        end = int(np.searchsorted(ends, before + PIECE_ROW_GROUP, side="right"))
+        end = max(end, start + 1)
+        out.append((start, end))
+        start = end
+    return out
 
 
 def _list_sort_order(labels: pa.ListArray) -> pa.Array:
