@@ -73,7 +73,8 @@ def test_checkpoint_after_a_one_row_append_costs_the_tail_not_the_index() -> Non
         pairs(list(range(n)), [label(i) for i in range(n)])
     )
     state = state.checkpoint(store, UUID)
-    assert store.bytes_written > 1_000_000
+    big = store.bytes_written
+    assert big > 500_000
     assert piece_metadata(state.pieces[0]).num_row_groups == math.ceil(n / PIECE_ROW_GROUP)
     assert len(json.dumps(state.to_root())) < 4 * 1024  # footers are cached in the root
     for i in range(3):  # a 1-row append per checkpoint: the pair stays in the root
@@ -87,7 +88,7 @@ def test_checkpoint_after_a_one_row_append_costs_the_tail_not_the_index() -> Non
         state = state.with_pairs(pairs([n + 10 + i], [label(n + 10 + i)]))
         state = state.checkpoint(store, UUID, policy=WRITE)
         assert store.counts == {"put": 1}
-        assert store.bytes_written < 2_000
+        assert store.bytes_written < min(2_000, big / 300)
         assert store.bytes_read == 0
     assert len(state.pieces) == 4
     store.reset()  # past ROOT_INLINE_PAIRS, the tail becomes a piece of its own
