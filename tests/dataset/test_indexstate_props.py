@@ -223,3 +223,28 @@ def test_inline_delta_round_trips(pairs: list[tuple[int, str]]) -> None:
     got = decode_delta(doc, pa.int64(), key="k")
     assert isinstance(got, pa.Table)
     assert got.to_pylist() == table.to_pylist()
+
+
+@given(
+    bounds=st.lists(st.integers(-20, 20), min_size=2, max_size=24).map(sorted),
+    value=st.integers(-25, 25),
+    as_text=st.booleans(),
+)
+@settings(max_examples=200, deadline=None)
+def test_bisected_row_groups_equal_the_scan_of_every_group(
+    bounds: list[int], value: int, as_text: bool
+) -> None:
+    """Equality on a sorted piece bisects its row groups; the scan is the oracle."""
+    from parquetry.dataset.indexfile import _candidate_groups, _FooterInfo
+
+    def conv(x: int) -> Any:
+        return f"{x + 50:03d}" if as_text else x
+
+    pairs_ = [(conv(bounds[i]), conv(bounds[i + 1])) for i in range(0, len(bounds) - 1, 2)]
+    mins, maxs = [a for a, _ in pairs_], [b for _, b in pairs_]
+    t = pa.string() if as_text else pa.int64()
+    lit = Literal(column="c", op="==", value=conv(value), type=t)
+    rows = [3] * len(mins)
+    fast = _FooterInfo(None, True, mins, maxs, rows, True)  # type: ignore[arg-type]
+    scan = _FooterInfo(None, True, mins, maxs, rows, False)  # type: ignore[arg-type]
+    assert _candidate_groups(fast, lit) == _candidate_groups(scan, lit)
