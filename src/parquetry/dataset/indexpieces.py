@@ -42,21 +42,23 @@ __all__ = [
 #: many partitions hold each value (a group has at least one row). The footer (cached in
 #: the checkpoint root) grows with the number of row groups (~230 bytes each); a point
 #: lookup reads one group.
-#: Measured (one label "p=<n>/<32 hex>" per value, 100k labels, zstd, pyarrow 26):
+#: Measured (one label "p=<n>/<32 hex>" per value, 100k labels, zstd, pyarrow 26; first
+#: with dictionary encoding to choose the group size, then the final settings):
 #:
-#: ============  =========  ===========  ===============  ============
-#: values        rows/group footer       b64 in the root  lookup read
-#: ============  =========  ===========  ===============  ============
-#: 1M int64      8,192      27.6 KiB     36.8 KiB         135 KiB
-#: 1M int64      32,768     7.3 KiB      9.8 KiB          515 KiB
-#: 10M int64     16,384     137 KiB      183 KiB          266 KiB
-#: 10M int64     32,768     72 KiB       96 KiB           516 KiB
-#: 10M int64     65,536     36 KiB       48 KiB           1,026 KiB
-#: 10M string    32,768     72 KiB       96 KiB           504 KiB
-#: ============  =========  ===========  ===============  ============
+#: ============  ==========  ===========  ===============  ============
+#: values        pairs/group footer       b64 in the root  lookup read
+#: ============  ==========  ===========  ===============  ============
+#: 1M int64      8,192       27.6 KiB     36.8 KiB         135 KiB
+#: 1M int64      32,768      7.3 KiB      9.8 KiB          515 KiB
+#: 10M int64     16,384      137 KiB      183 KiB          266 KiB
+#: 10M int64     32,768      72 KiB       96 KiB           516 KiB
+#: 10M int64     65,536      36 KiB       48 KiB           1,026 KiB
+#: final: 10M    32,768      62 KiB       82 KiB (root)    443 KiB, 1 GET, ~25 ms
+#: final: 10M s  32,768      59 KiB       79 KiB (root)    429 KiB, 1 GET
+#: ============  ==========  ===========  ===============  ============
 #:
-#: 32,768 keeps both the root share of a 10M-value index (~100 KiB) and a point lookup
-#: (~0.5 MiB, one ranged GET) well inside the 1 MiB open + plan budget.
+#: 32,768 keeps both the root share of a 10M-value index (~80 KiB) and a point lookup
+#: (~0.45 MiB, one ranged GET) well inside the 1 MiB open + plan budget.
 PIECE_ROW_GROUP = 32_768
 
 _ERRORS = (pa.ArrowException, OSError, ValueError, EOFError, IndexError, struct.error)
