@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from typing import Any
 
 import hypothesis.strategies as st
@@ -248,3 +249,41 @@ def test_bisected_row_groups_equal_the_scan_of_every_group(
     fast = _FooterInfo(None, True, mins, maxs, rows, True)  # type: ignore[arg-type]
     scan = _FooterInfo(None, True, mins, maxs, rows, False)  # type: ignore[arg-type]
     assert _candidate_groups(fast, lit) == _candidate_groups(scan, lit)
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.one_of(st.integers(-3, 3), st.sampled_from([0.0, -0.0, math.nan, 1.5, -2.0])),
+            st.sampled_from(["a", "b", "c"]),
+        ),
+        max_size=30,
+    ),
+    floats=st.booleans(),
+)
+@settings(max_examples=100, deadline=None)
+def test_a_written_piece_holds_each_distinct_value_once_with_its_sorted_labels(
+    rows: list[tuple[Any, str]], floats: bool
+) -> None:
+    from parquetry.dataset.indexpieces import piece_pairs, read_piece, write_piece
+
+    t = pa.float64() if floats else pa.int64()
+    if floats:
+        rows = [(float(v), lbl) for v, lbl in rows]
+    else:
+        rows = [(int(v), lbl) for v, lbl in rows if not math.isnan(v) and v == int(v)]
+    store = MemoryStore()
+    table = pa.table({"value": pa.array([v for v, _ in rows], t), "label": [x for _, x in rows]})
+    footer = write_piece(store, "u", "c", table)
+    got = read_piece(store, "c", footer, t)
+    want: dict[Any, set[str]] = {}
+    for v, lbl in rows:  # exact values: -0.0 apart from 0.0, every NaN one value
+        key = "nan" if v != v else (v, math.copysign(1, v)) if floats else v
+        want.setdefault(key, set()).add(lbl)
+    values = got.values.to_pylist()
+    keys = ["nan" if v != v else (v, math.copysign(1, v)) if floats else v for v in values]
+    labels = got.labels.to_pylist()
+    assert len(keys) == len(set(keys))
+    assert {k: set(lbls) for k, lbls in zip(keys, labels, strict=True)} == want
+    assert all(lbls == sorted(set(lbls)) for lbls in labels)
+    assert piece_pairs(footer) == sum(len(s) for s in want.values())

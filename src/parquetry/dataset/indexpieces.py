@@ -96,15 +96,8 @@ def piece_pairs(footer: IndexFooter) -> int:
 
 def write_piece(store: Store, uuid: str, column: str, pairs: pa.Table) -> IndexFooter:
     """Write normalised ``pairs`` as one piece (create-if-absent) and return its footer."""
-    grouped = pairs.group_by("value", use_threads=False).aggregate([("label", "distinct")])
-    values = grouped.column("value").combine_chunks()
-    labels = grouped.column("label_distinct").combine_chunks().cast(pa.list_(pa.string()))
-    # Sorted labels inside a list: the bytes (hence the key) depend on the pairs only.
-    labels = pa.ListArray.from_arrays(
-        labels.offsets, pc.list_flatten(labels).take(_list_sort_order(labels))
-    )
+    values, labels = _grouped(pairs)
     table = pa.table({column: values, "partition": labels})
-    table = table.take(pc.sort_indices(table.column(0)))
     sink = io.BytesIO()
     with pq.ParquetWriter(
         sink,
@@ -131,7 +124,7 @@ def _groups(labels: pa.ListArray) -> list[tuple[int, int]]:
     """Row ranges holding about PIECE_ROW_GROUP pairs each (at least one row): a value in
     many partitions makes a long list, and a lookup reads its whole row group."""
     if len(labels) == 0:
-        return [(0, 0)]
+        return []  # a file without row groups
     ends = np.cumsum(pc.list_value_length(labels).to_numpy(zero_copy_only=False))
     out, start = [], 0
     while start < len(labels):
@@ -143,13 +136,33 @@ def _groups(labels: pa.ListArray) -> list[tuple[int, int]]:
     return out
 
 
-def _list_sort_order(labels: pa.ListArray) -> pa.Array:
-    """Indices into the flattened labels sorting each list's items, lists kept in place."""
-    parents = pc.list_parent_indices(labels)
-    flat = pc.list_flatten(labels)
-    return pc.sort_indices(
-        pa.table({"p": parents, "l": flat}), sort_keys=[("p", "ascending"), ("l", "ascending")]
-    )
+def _grouped(pairs: pa.Table) -> tuple[pa.Array, pa.ListArray]:
+    """Distinct values in ascending order and the sorted distinct labels of each: the bytes
+    of a piece (hence its key) depend on the set of pairs only."""
+    if pa.types.is_floating(pairs.schema.field("value").type):
+        # Sorting would merge -0.0 with 0.0 and keep NaNs apart: group exact values.
+        g = pairs.group_by("value", use_threads=False).aggregate([("label", "distinct")])
+        g = g.take(pc.sort_indices(g.column("value")))
+        flat = g.column("label_distinct").combine_chunks().cast(pa.list_(pa.string()))
+        order = pc.sort_indices(
+            pa.table({"p": pc.list_parent_indices(flat), "l": pc.list_flatten(flat)}),
+            sort_keys=[("p", "ascending"), ("l", "ascending")],
+        )
+        lists = pa.ListArray.from_arrays(flat.offsets, pc.list_flatten(flat).take(order))
+        return g.column("value").combine_chunks(), lists
+    # One sort by (value, label) then run boundaries: 3x faster than a hash "distinct".
+    order = pc.sort_indices(pairs, sort_keys=[("value", "ascending"), ("label", "ascending")])
+    ordered = pairs.take(order).combine_chunks()
+    v, lbl = ordered.column("value").chunk(0), ordered.column("label").chunk(0)
+    if len(v) == 0:
+        return v, pa.ListArray.from_arrays(pa.array([0], pa.int32()), lbl)
+    new_value = pc.invert(pc.equal(v[1:], v[:-1])).to_numpy(zero_copy_only=False)
+    new_label = pc.invert(pc.equal(lbl[1:], lbl[:-1])).to_numpy(zero_copy_only=False)
+    keep = np.concatenate([[True], new_value | new_label])
+    starts = np.flatnonzero(np.concatenate([[True], new_value])[keep])
+    v, lbl = v.filter(pa.array(keep)), lbl.filter(pa.array(keep))
+    offsets = pa.array(np.append(starts, len(v)).astype(np.int32))
+    return v.take(pa.array(starts)), pa.ListArray.from_arrays(offsets, lbl)
 
 
 def read_piece(store: Store, column: str, footer: IndexFooter, t: pa.DataType) -> IndexData:
