@@ -58,6 +58,7 @@ def test_equality_costs_one_ranged_get_per_piece_that_may_hold_the_value() -> No
     store.reset()
     assert state.lookup(store, eq(1000)) == {"tail"}  # the tail costs nothing
     assert state.lookup(store, eq(75)) == set()  # between pieces: no request either
+    assert state.lookup(store, eq(None, op="is null")) == set()  # no nulls in an index
     assert store.total == 0
     labels, keys = state.search(store, eq(7))
     assert labels == {"x", "hit0"}

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from parquetry.dataset.predicates import Literal, eval_stats
 from parquetry.store import Store
 
-__all__ = ["INDEX_ROW_GROUP", "IndexFooter", "footer_of", "ranged_table"]
+__all__ = ["INDEX_ROW_GROUP", "IndexFooter", "footer_metadata", "footer_of", "ranged_table"]
 
 INDEX_ROW_GROUP = 8192
 #: Beyond this share of row groups a lookup downloads the whole file instead.
@@ -158,6 +158,12 @@ def _footer_info(footer: IndexFooter) -> _FooterInfo:
         and all(a <= b for a, b in itertools.pairwise(maxs))
     )
     return _FooterInfo(md, orderable, mins, maxs, rows, ascending)
+
+
+def footer_metadata(footer: IndexFooter) -> pq.FileMetaData:
+    """The Parquet metadata parsed from a cached footer (no request; parsed once per file).
+    Raises what pyarrow raises on a footer that is not Parquet."""
+    return _footer_info(footer).md
 
 
 def _candidate_groups(info: _FooterInfo, lit: Literal) -> list[int]:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquetry.dataset.indexfile import IndexFooter, footer_of, ranged_table
+from parquetry.dataset.indexfile import IndexFooter, footer_metadata, footer_of, ranged_table
 from parquetry.dataset.indices import IndexData, _from_table
 from parquetry.dataset.naming import index_piece_key
 from parquetry.dataset.predicates import Literal
@@ -78,7 +78,7 @@ def normalise_pairs(pairs: pa.Table, t: pa.DataType) -> pa.Table:
 def piece_metadata(footer: IndexFooter) -> pq.FileMetaData:
     """The Parquet metadata of a piece, parsed from its cached tail (no request)."""
     try:
-        return pq.read_metadata(io.BytesIO(footer.tail))
+        return footer_metadata(footer)
     except _ERRORS as exc:
         raise MetadataCorrupted(
             f"{footer.key}: the cached footer of the index piece is not Parquet ({exc})",

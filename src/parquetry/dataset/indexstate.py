@@ -214,6 +214,8 @@ class IndexState:
 
     def search(self, store: Store, lit: Literal) -> tuple[set[str], list[str]]:
         """:meth:`lookup` and the keys of the GETs it made (one per request)."""
+        if lit.op == "is null":
+            return set(), []  # an index holds no nulls
         sources = [(f, self.dead) for f in self.pieces]
         sources += [(tp.footer, tp.dead) for tp in self.tail_pieces]
 
