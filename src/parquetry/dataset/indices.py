@@ -1,5 +1,8 @@
 """Secondary (inverted) indices: value -> partition labels, one Parquet file per version.
 
+(Format 1. Format-2 versions keep an :class:`~parquetry.dataset.indexstate.IndexState` per
+column, incremental pieces; :meth:`IndexLookup.from_state` plans with either.)
+
 File schema (kartothek): ``<column>: <normalised type>``, ``partition: list<string>``; one
 row per distinct non-null value. Index files are written under a new, unique key every time
 (create-if-absent), never overwritten.
