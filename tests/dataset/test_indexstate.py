@@ -420,3 +420,20 @@ def test_plans_from_an_index_state_equal_plans_from_the_format1_index() -> None:
             assert {f.label for f in new.files} == {f.label for f in old.files}, (name, preds)
             assert new.pruned_labels() == old.pruned_labels()
             assert lookup.requests == store.total <= 1
+
+
+def test_pieces_on_every_store_one_ranged_get_and_idempotent_writes(any_store: Store) -> None:
+    store = CountingStore(any_store)
+    n = 3 * PIECE_ROW_GROUP
+    big = pairs([f"k{i:06d}" for i in range(n)], [label(i) for i in range(n)], pa.string())
+    state = IndexState.empty("c", pa.string())
+    delta = state.encode_delta(store, UUID, big)
+    assert state.encode_delta(store, UUID, big) == delta  # create-if-absent lost: same piece
+    state = state.with_delta(delta, key="e").with_pairs(pairs(["k000007"], ["x"], pa.string()))
+    state = state.checkpoint(store, UUID)
+    assert state.pieces[0].key == delta["piece"]["key"]
+    for value, want in (("k012345", {label(12_345)}), ("k000007", {label(7), "x"})):
+        store.reset()
+        assert state.lookup(store, eq(value, pa.string())) == want
+        assert store.counts == {"get_range": 1}
+        assert store.bytes_read < state.pieces[0].size / 2  # one row group of three
