@@ -277,6 +277,10 @@ def test_root_form_round_trips_through_json() -> None:
     assert set(root) == {"pieces", "dead", "tail", "tail_pieces"}
     back = IndexState.from_root("c", pa.int64(), root, key="root")
     assert back.to_root() == root
+    assert back == state
+    assert back != state.without_labels(["b"])
+    assert back != state.with_pairs(pairs([9], ["z"]))
+    assert back != IndexState.from_root("d", pa.int64(), root, key="root")
     for v, want in ((1, set()), (2, {"b"}), (3, {"c"}), (4, {"d"})):
         assert back.lookup(store, eq(v)) == want
     done = back.checkpoint(store, UUID, policy=WRITE).to_root()

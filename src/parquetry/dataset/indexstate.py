@@ -121,6 +121,20 @@ class IndexState:
     tail_pieces: tuple[TailPiece, ...] = ()
     dead: frozenset[str] = frozenset()
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IndexState):
+            return NotImplemented
+        return (
+            self.column == other.column
+            and self.type == other.type
+            and self.pieces == other.pieces
+            and self.tail_pieces == other.tail_pieces
+            and self.dead == other.dead
+            and self.tail.equals(other.tail)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
     # --- construction ----------------------------------------------------------------------
 
     @classmethod
