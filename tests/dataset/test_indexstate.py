@@ -398,12 +398,13 @@ def test_plans_from_an_index_state_equal_plans_from_the_format1_index() -> None:
     from parquetry.dataset.ops import partition_values_of
     from parquetry.dataset.plan import make_plan
     from parquetry.dataset.predicates import validate_predicates
+    from parquetry.dataset.versions import read_pointer
 
     inner = MemoryStore()
     table = pa.table({"p": [i % 4 for i in range(400)], "c": [(i * 37) % 150 for i in range(400)]})
     Dataset.create(inner, "ix", table, partition_on=["p"], secondary_indices=["c"])
     ds = Dataset.open(inner, "ix")
-    doc = ds.document
+    doc = read_pointer(inner, "ix")[0]  # format 1 (what kartothek reads): an index file
     t = ds.schema.field("c").type
     legacy = IndexState.legacy(inner, "c", doc.indices["c"], doc.index_footers.get("c"), t)
     states = {"legacy": legacy, "checkpointed": legacy.checkpoint(inner, doc.uuid, policy=WRITE)}

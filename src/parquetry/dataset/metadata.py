@@ -221,6 +221,10 @@ class DatasetDocument:
     #: The data files' encryption (:meth:`EncryptionSettings.to_json`: master key ids and
     #: encrypted columns, never key material), or None for plaintext datasets.
     encryption: Mapping[str, Any] | None = None
+    #: Format-2 index states (``indexstate.IndexState``) by column; ``indices`` then maps
+    #: each to a placeholder. Empty for a format-1 document (``indexwire.index_state``
+    #: adopts its index files lazily).
+    index_states: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: The change that produced this state from its base (``entry.Change``), recorded by
     #: ``apply_change`` so the commit writes an entry of O(change); None when unknown.
     change: Any = field(default=None, compare=False, repr=False)
