@@ -321,16 +321,21 @@ def publish_pointer(
     """
     try:
         for _ in range(16):
+            shown = doc
             if data is None or fmt != "json":
-                data = encode_document(pointer_document(store, doc), fmt)
+                shown = pointer_document(store, doc)
+                data = encode_document(shown, fmt)
             payload = data
             meta = store.put(metadata_key(uuid, fmt), payload)
+            # The policy weighs a pointer write with the index files it names (rewritten
+            # from the index states with every pointer write).
+            nbytes = len(payload) + sum(f.size for f in shown.index_footers.values())
             if stale_format is not None and stale_format != fmt:
                 store.delete(metadata_key(uuid, stale_format), missing_ok=True)
                 stale_format = None
             newer, newest, _ = roll_forward(store, uuid, number, doc)
             if newer is None:
-                return meta, len(payload), number
+                return meta, nbytes, number
             doc, number, data = newer, newest, None
     except ParquetryError:
         return None

@@ -36,6 +36,7 @@ __all__ = [
     "index_state",
     "parse_states",
     "pointer_document",
+    "root_piece_keys",
     "state_of_pairs",
     "states_form",
     "states_of",
