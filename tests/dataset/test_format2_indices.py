@@ -32,7 +32,9 @@ def _check_lookups(ds: Dataset, probes: list[int]) -> None:
     # The whole index (what kartothek's file is written from) agrees too.
     pairs = ds.index_pairs("c")
     whole: dict[object, set[str]] = {}
-    for v, lbl in zip(pairs.column("value").to_pylist(), pairs.column("label").to_pylist(), strict=True):
+    for v, lbl in zip(
+        pairs.column("value").to_pylist(), pairs.column("label").to_pylist(), strict=True
+    ):
         whole.setdefault(v, set()).add(lbl)
     assert whole == want
 
@@ -55,7 +57,8 @@ def test_lookups_stay_exact_through_every_kind_of_commit() -> None:
     v_before = ds.version
     # Removing every partition: the entry empties every index (replace_all).
     ds = ds.update(pa.table({"p": [7, 8], "c": [1, 2]}), delete_scope=[{"p": p} for p in range(3)])
-    assert ds.info is not None and ds.info.files_removed > 0
+    assert ds.info is not None
+    assert ds.info.files_removed > 0
     _check_lookups(ds, [1, 2, 5, 1000])
     ds = ds.restore(v_before)
     _check_lookups(ds, [1, 5, 7, 1000])

@@ -31,7 +31,12 @@ from parquetry.dataset.checkpoint import write_checkpoint
 from parquetry.dataset.entry import encode_entry, entry_of
 from parquetry.dataset.format2 import advance, load_state, read_version, version_info
 from parquetry.dataset.head import Lineage, encode_head, write_head
-from parquetry.dataset.indexwire import PLACEHOLDER, entry_piece_keys, parse_states, pointer_document
+from parquetry.dataset.indexwire import (
+    PLACEHOLDER,
+    entry_piece_keys,
+    parse_states,
+    pointer_document,
+)
 from parquetry.dataset.intents import Claim
 from parquetry.dataset.metadata import DatasetDocument, encode_document
 from parquetry.dataset.naming import (
@@ -348,6 +353,7 @@ def checkpoint_state(store: Store, uuid: str, doc: DatasetDocument, fmt: str) ->
     its new lineage."""
     assert doc.version is not None
     number = doc.version.number
+    info = doc.version.to_json()
     root = write_checkpoint(store, doc)
     doc = with_root_indices(doc, root)
     pointer: dict[str, Any] = dict(doc.lineage.pointer) if doc.lineage is not None else {}
@@ -362,6 +368,6 @@ def checkpoint_state(store: Store, uuid: str, doc: DatasetDocument, fmt: str) ->
             "mode": pointer_mode({"bytes": nbytes}),
         }
     lineage = Lineage(number, root, (), 0, pointer)
-    head = encode_head(number, doc.version.to_json(), lineage)
+    head = encode_head(number, info, lineage)
     write_head(store, uuid, number, head, same=True)
     return doc.evolve(lineage=lineage)

@@ -214,9 +214,7 @@ def apply_entry(
     )
     sets = body.get("set", {})
     changes = apply_sets(doc, {k: v for k, v in sets.items() if k != "indices"}, key)
-    changes.update(
-        apply_index_changes(store, doc, body, changes.get("schema", doc.schema), key)
-    )
+    changes.update(apply_index_changes(store, doc, body, changes.get("schema", doc.schema), key))
     changes["version"] = VersionInfo.from_json(body["version"])
     changes["explicit_partitions"] = True
     changes["change"] = None

@@ -21,8 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from parquetry.dataset.indexstate import INLINE_INDEX_PAIRS, IndexState
 from parquetry.dataset.indexpieces import normalise_pairs, write_piece
+from parquetry.dataset.indexstate import INLINE_INDEX_PAIRS, IndexState
 from parquetry.dataset.indices import IndexData, write_index
 from parquetry.dataset.schema import normalise_type
 from parquetry.errors import MetadataCorrupted

@@ -18,7 +18,13 @@ import pyarrow.compute as pc
 from parquetry.dataset.commit import now_iso
 from parquetry.dataset.entry import Change, catalog_of, with_catalog
 from parquetry.dataset.indexstate import IndexState
-from parquetry.dataset.indexwire import PLACEHOLDER, index_state, state_of_pairs, states_form, states_of
+from parquetry.dataset.indexwire import (
+    PLACEHOLDER,
+    index_state,
+    state_of_pairs,
+    states_form,
+    states_of,
+)
 from parquetry.dataset.indices import IndexData, build_pairs
 from parquetry.dataset.metadata import DatasetDocument, FileInfo, VersionInfo
 from parquetry.dataset.predicates import Literal, eval_scalar
