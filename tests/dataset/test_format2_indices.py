@@ -110,3 +110,29 @@ def test_one_row_append_writes_no_index_bytes_whatever_the_index_size() -> None:
         }
     # The same writes (data file, entry, head) for both sizes, apart from a few digits.
     assert abs(written[200_000] - written[400_000]) < 256, written
+
+
+def test_gc_keeps_pieces_of_retained_versions_and_collects_the_others() -> None:
+    import datetime as dt
+
+    from parquetry.dataset.gc import garbage_collect
+
+    store = MemoryStore()
+    ds = Dataset.create(store, "gx", _rows(0, 10, 0), partition_on=["p"], secondary_indices=["c"])
+    ds = ds.append(_rows(100, 12_000, 1))  # > 10,000 pairs: the delta is a piece
+    (old_piece,) = [m.key for m in store.list("gx/_indices")]
+    # Removing every partition resets the index: nothing newer needs the piece.
+    ds = ds.update(_rows(50_000, 11_000, 2), delete_scope=[{"p": 0}, {"p": 1}])
+    pieces = {m.key for m in store.list("gx/_indices")}
+    (new_piece,) = pieces - {old_piece}
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=2)
+    report = garbage_collect(store, "gx", retention=0, now=later)
+    assert old_piece in report.deleted
+    assert {m.key for m in store.list("gx/_indices")} == {new_piece}
+    again = Dataset.open(store, "gx")
+    _check_lookups(again, [50_000, 55_555, 100, 5])
+    # The pointer's kartothek index file survives; superseded ones are collected.
+    from parquetry.dataset.versions import read_pointer
+
+    named = set(read_pointer(store, "gx")[0].indices.values())
+    assert {m.key for m in store.list("gx/indices")} == named

@@ -165,7 +165,13 @@ def _keep_chains(
 
 
 def _collect_metadata(
-    store: Store, uuid: str, keep: set[str], now: dt.datetime, *, format2: bool = False
+    store: Store,
+    uuid: str,
+    keep: set[str],
+    now: dt.datetime,
+    *,
+    format2: bool = False,
+    indexed: bool = False,
 ) -> list[str]:
     """Old checkpoints and segments nothing retained needs (young segments may belong to a
     checkpoint being written)."""
@@ -185,8 +191,12 @@ def _collect_metadata(
     # being written) and the pointer's kartothek index files (old ones are garbage once the
     # pointer moved on; a kartothek reader may still read one for a moment) are protected
     # by age too.
-    prefixes = (checkpoints_prefix(uuid), segments_prefix(uuid), f"{uuid}/_indices/")
-    for prefix in (*prefixes, *((f"{uuid}/indices/",) if format2 else ())):
+    prefixes = [checkpoints_prefix(uuid), segments_prefix(uuid)]
+    if indexed:
+        prefixes.append(f"{uuid}/_indices/")
+        if format2:
+            prefixes.append(f"{uuid}/indices/")
+    for prefix in prefixes:
         for meta in store.list(prefix):
             if meta.key in keep:
                 continue
@@ -276,8 +286,14 @@ def garbage_collect(
     swept = sweep if sweep is not None else (legacy or foreign)
     deleted = list(victims)
     format2 = any(v[0] == "entry" for v in vs.values())
+    # Index directories are listed only where some version (or a kept root) has an index.
+    indexed = any(
+        (v[0] == "entry" and bool(v[1].get("index") or v[1].get("set", {}).get("indices")))
+        or (v[0] == "doc" and bool(v[1].indices))
+        for v in vs.values()
+    ) or any("/_indices/" in k or "/indices/" in k for k in meta_keep | keep)
     deleted += _collect_metadata(
-        store, uuid, meta_keep | keep | live_intent_keys, now, format2=format2
+        store, uuid, meta_keep | keep | live_intent_keys, now, format2=format2, indexed=indexed
     )
     if swept:
         deleted += _sweep(store, uuid, keep, max(vs, default=-1), cutoff, now)
