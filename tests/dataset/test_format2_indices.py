@@ -136,3 +136,37 @@ def test_gc_keeps_pieces_of_retained_versions_and_collects_the_others() -> None:
 
     named = set(read_pointer(store, "gx")[0].indices.values())
     assert {m.key for m in store.list("gx/indices")} == named
+
+
+def test_a_failed_commit_leaves_no_index_piece() -> None:
+    """A delta written as a piece before the commit point goes with a commit that fails."""
+    from typing import ClassVar
+
+    import pytest
+
+    from parquetry.errors import CommitConflict
+    from parquetry.store import ObjectMeta, PutMode
+    from parquetry.store.wrappers import WrapperStore
+
+    class RivalFirst(WrapperStore):
+        done = False
+        pieces: ClassVar[list[str]] = []
+
+        def _put(
+            self, key: str, data: bytes | memoryview, mode: PutMode, expected: str | None
+        ) -> ObjectMeta:
+            if "/_indices/" in key:
+                self.pieces.append(key)
+            if mode is PutMode.CREATE and "/_versions/" in key and not self.done:
+                self.done = True  # a rival adds a partition the delete_scope selects
+                Dataset.open(self.inner, "fx").append(pa.table({"p": [0], "c": [-1]}))
+            return super()._put(key, data, mode, expected)
+
+    store = MemoryStore()
+    Dataset.create(store, "fx", _rows(0, 10, 0), partition_on=["p"], secondary_indices=["c"])
+    racing = RivalFirst(store)
+    with pytest.raises(CommitConflict):
+        Dataset.open(racing, "fx").update(_rows(100, 12_000, 1), delete_scope=[{"p": 0}])
+    assert racing.pieces  # the 12,000-pair delta was written as a piece ...
+    assert list(store.list("fx/_indices")) == []  # ... and deleted with the failed commit
+    _check_lookups(Dataset.open(store, "fx"), [-1, 0, 100])
