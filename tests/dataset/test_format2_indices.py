@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parquetry.dataset import Dataset
 from parquetry.store import MemoryStore
@@ -170,3 +172,44 @@ def test_a_failed_commit_leaves_no_index_piece() -> None:
     assert racing.pieces  # the 12,000-pair delta was written as a piece ...
     assert list(store.list("fx/_indices")) == []  # ... and deleted with the failed commit
     _check_lookups(Dataset.open(store, "fx"), [-1, 0, 100])
+
+
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(0, 3), st.lists(st.integers(0, 9), min_size=1)),
+        st.tuples(st.just("delete"), st.integers(0, 9), st.just([])),
+        st.tuples(st.just("replace_p"), st.integers(0, 3), st.lists(st.integers(0, 9), min_size=1)),
+        st.tuples(st.just("restore"), st.integers(0, 6), st.just([])),
+        st.tuples(st.just("build"), st.just(0), st.just([])),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=_OPS)
+def test_random_commits_keep_every_lookup_exact(ops: list[tuple[str, int, list[int]]]) -> None:
+    store = MemoryStore()
+    ds = Dataset.create(
+        store,
+        "hx",
+        pa.table({"p": [0, 1], "c": [0, 1]}),
+        partition_on=["p"],
+        secondary_indices=["c"],
+    )
+    for op, x, values in ops:
+        if op == "append":
+            ds = ds.append(pa.table({"p": [x] * len(values), "c": values}))
+        elif op == "delete":
+            ds = ds.update(delete_scope=[{"c": x}])
+        elif op == "replace_p":
+            ds = ds.replace_where(
+                [[("p", "==", x)]], pa.table({"p": [x] * len(values), "c": values})
+            )
+        elif op == "restore":
+            ds = ds.restore(min(x, ds.version))
+        else:
+            ds = ds.build_index("c")
+        _check_lookups(ds, list(range(10)))
+    _check_lookups(Dataset.open(store, "hx"), list(range(10)))
