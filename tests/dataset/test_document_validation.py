@@ -290,8 +290,8 @@ def test_corrupt_data_file_is_invalid_format_naming_the_key(
 
 
 def test_corrupt_index_file_is_metadata_corrupted(store: MemoryStore) -> None:
-    ds = _dataset(store)
-    key = ds.document.indices["k"]
+    _dataset(store)
+    key = _pointer(store)["indices"]["k"]  # the kartothek index file the pointer names
     data = store.get(key)
     store.put(key, data[:10] + bytes(len(data) - 10))  # the footer cached in the doc stays
     ds = Dataset.open(store, "ds")

@@ -119,4 +119,4 @@ def find_datasets(store: Store) -> list[DatasetRef]:
 def _is_data_dir(prefix: str) -> bool:
     # Hive partition directories and staging areas hold data files, never datasets.
     last = prefix.rsplit("/", 1)[-1]
-    return "=" in last or last in ("_staging", "_versions", "indices")
+    return "=" in last or last in ("_staging", "_versions", "indices", "_indices")

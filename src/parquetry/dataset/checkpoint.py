@@ -4,7 +4,7 @@
 
     {"format": 2, "version": <VersionInfo>, "schema": b64, "partition_keys": [...],
      "metadata": {...}, "encryption": ... | null, "metadata_format": "json",
-     "indices": {column: {"pieces": [<IndexFooter>], "dead": []}},
+     "indices": {column: <IndexState root form>},
      "files": <number of partitions>, "tables": [table names every partition has],
      "segments": [{"key", "count", "first", "last", "run"} | {"inline": [[label, files, info]]}]}
 
@@ -21,8 +21,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from parquetry.dataset.entry import apply_sets, catalog_of, empty_state, indices_form, info_text
+from parquetry.dataset.entry import apply_sets, catalog_of, empty_state, info_text
 from parquetry.dataset.entry import with_catalog as _with_catalog
+from parquetry.dataset.indexwire import checkpointed_states, states_form
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo
 from parquetry.dataset.naming import (
     checkpoint_key,
@@ -90,7 +91,6 @@ def _root_fields(doc: DatasetDocument) -> dict[str, Any]:
         "metadata": dict(doc.metadata),
         "encryption": dict(doc.encryption) if doc.encryption is not None else None,
         "metadata_format": doc.metadata_format,
-        "indices": indices_form(doc),
         "settings": dict(doc.settings),
     }
 
@@ -143,6 +143,7 @@ def write_checkpoint(store: Store, doc: DatasetDocument) -> dict[str, Any]:
     assert doc.version is not None
     cat = catalog_of(doc)
     root = _root_fields(doc)
+    root["indices"] = states_form(checkpointed_states(store, doc))
     root["files"] = cat.count
     root["tables"] = list(doc.tables) if cat.count else []
     root["segments"] = _segments(store, doc.uuid, cat)

@@ -31,6 +31,12 @@ from parquetry.dataset.checkpoint import write_checkpoint
 from parquetry.dataset.entry import encode_entry, entry_of
 from parquetry.dataset.format2 import advance, load_state, read_version, version_info
 from parquetry.dataset.head import Lineage, encode_head, write_head
+from parquetry.dataset.indexwire import (
+    PLACEHOLDER,
+    entry_piece_keys,
+    parse_states,
+    pointer_document,
+)
 from parquetry.dataset.intents import Claim
 from parquetry.dataset.kartothek_sync import kartothek_wrote, reconcile
 from parquetry.dataset.metadata import DatasetDocument, encode_document
@@ -131,7 +137,9 @@ def _roll_forward_same(
         if info is None:
             continue
         if info.incarnation == incarnation:
-            base = advance(base, v, version_key(uuid, number)) or load_state(store, uuid, number)
+            base = advance(base, v, version_key(uuid, number), store) or load_state(
+                store, uuid, number
+            )
         else:
             foreign = True
     if foreign:
@@ -198,7 +206,7 @@ def _commit_loop(
             # The new state extends its base's lineage, whatever ``make`` built it from (a
             # restore returns an older version's state).
             doc = doc.evolve(lineage=lineage)
-        body = entry_of(base, doc)
+        body = entry_of(base, doc, store)
         data = encode_entry(body)
         try:
             store.put(version_key(uuid, number + 1), data, mode=PutMode.CREATE)
@@ -245,6 +253,7 @@ def committed_keys(doc: DatasetDocument, body: Mapping[str, Any]) -> set[str]:
     schema file (O(change): the state's other files are not this commit's)."""
     keys = {key for _, files, _ in body["add"] for key in files.values()}
     keys |= {ref for ref in doc.indices.values() if isinstance(ref, str)}
+    keys |= entry_piece_keys(body)
     keys |= {common_metadata_key(doc.uuid, t) for t in doc.tables}
     return keys
 
@@ -272,6 +281,7 @@ def finish_commit(
             root = write_checkpoint(store, doc)
             lineage = Lineage(number, root, (), 0, pointer)
             checkpointed = True
+            doc = with_root_indices(doc, root)
         except ParquetryError:
             lineage = None if lineage is None or lineage.checkpoint is None else lineage
     if commit_writes_pointer(doc, pointer, number, checkpointed):
@@ -293,6 +303,17 @@ def finish_commit(
     return doc.evolve(change=None, lineage=lineage)
 
 
+def with_root_indices(doc: DatasetDocument, root: Mapping[str, Any]) -> DatasetDocument:
+    """``doc`` with the (checkpointed) index states of its checkpoint ``root``."""
+    if not root.get("indices") and not doc.indices:
+        return doc
+    assert doc.version is not None
+    states = parse_states(root.get("indices") or {}, doc.schema, f"checkpoint {doc.version.number}")
+    return doc.evolve(
+        indices=dict.fromkeys(states, PLACEHOLDER), index_footers={}, index_states=states
+    )
+
+
 def publish_pointer(
     store: Store,
     uuid: str,
@@ -311,14 +332,21 @@ def publish_pointer(
     """
     try:
         for _ in range(16):
-            payload = data if data is not None and fmt == "json" else encode_document(doc, fmt)
+            shown = doc
+            if data is None or fmt != "json":
+                shown = pointer_document(store, doc)
+                data = encode_document(shown, fmt)
+            payload = data
             meta = store.put(metadata_key(uuid, fmt), payload)
+            # The policy weighs a pointer write with the index files it names (rewritten
+            # from the index states with every pointer write).
+            nbytes = len(payload) + sum(f.size for f in shown.index_footers.values())
             if stale_format is not None and stale_format != fmt:
                 store.delete(metadata_key(uuid, stale_format), missing_ok=True)
                 stale_format = None
             newer, newest, _ = roll_forward(store, uuid, number, doc)
             if newer is None:
-                return meta, len(payload), number
+                return meta, nbytes, number
             doc, number, data = newer, newest, None
     except ParquetryError:
         return None
@@ -331,7 +359,9 @@ def checkpoint_state(store: Store, uuid: str, doc: DatasetDocument, fmt: str) ->
     its new lineage."""
     assert doc.version is not None
     number = doc.version.number
+    info = doc.version.to_json()
     root = write_checkpoint(store, doc)
+    doc = with_root_indices(doc, root)
     pointer: dict[str, Any] = dict(doc.lineage.pointer) if doc.lineage is not None else {}
     written = publish_pointer(store, uuid, doc, None, number, fmt)
     if written is not None:
@@ -344,6 +374,6 @@ def checkpoint_state(store: Store, uuid: str, doc: DatasetDocument, fmt: str) ->
             "mode": effective_mode(doc, nbytes),
         }
     lineage = Lineage(number, root, (), 0, pointer)
-    head = encode_head(number, doc.version.to_json(), lineage)
+    head = encode_head(number, info, lineage)
     write_head(store, uuid, number, head, same=True)
     return doc.evolve(lineage=lineage)

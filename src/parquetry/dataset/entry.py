@@ -26,11 +26,18 @@ from parquetry.dataset.docschema import (
     raise_problems,
     stats_checkers,
 )
-from parquetry.dataset.indexfile import IndexFooter
+from parquetry.dataset.indexwire import (
+    PLACEHOLDER,
+    apply_index_changes,
+    parse_states,
+    states_form,
+    states_of,
+)
 from parquetry.dataset.metadata import DatasetDocument, FileInfo, FileInfos, VersionInfo
 from parquetry.dataset.schema import schema_from_b64, schema_to_b64
 from parquetry.dataset.state import Catalog, InfosView, PartitionsView, Record
 from parquetry.errors import MetadataCorrupted
+from parquetry.store import Store
 
 __all__ = [
     "ENTRY_KEY",
@@ -56,6 +63,10 @@ class Change:
     remove: tuple[str, ...] = ()
     add: Mapping[str, Record] = field(default_factory=dict)
     replace_all: bool = False
+    #: The entry's ``index`` deltas (column -> inline pairs or a piece written first).
+    index: Mapping[str, Any] = field(default_factory=dict)
+    #: The entry's ``set.indices`` (column -> root form) when the index map is replaced.
+    index_set: Mapping[str, Any] | None = None
 
 
 def info_text(info: Any) -> str | None:
@@ -86,14 +97,9 @@ def with_catalog(doc: DatasetDocument, catalog: Catalog, **changes: Any) -> Data
     return doc.evolve(partitions=PartitionsView(catalog), files=files, **changes)
 
 
-def indices_form(doc: DatasetDocument) -> dict[str, Any]:
-    """The indices of ``doc`` as an entry / root stores them (one piece per column)."""
-    out = {}
-    for col, ref in sorted(doc.indices.items()):
-        footer = doc.index_footers.get(col)
-        piece = footer.to_json() if footer is not None and footer.key == ref else {"key": ref}
-        out[col] = {"pieces": [piece], "dead": []}
-    return out
+def indices_form(doc: DatasetDocument, store: Store | None = None) -> dict[str, Any]:
+    """The index states of ``doc`` as an entry's ``set.indices`` / a root stores them."""
+    return states_form(states_of(store, doc))
 
 
 def _sets(base: DatasetDocument | None, doc: DatasetDocument) -> dict[str, Any]:
@@ -112,14 +118,14 @@ def _sets(base: DatasetDocument | None, doc: DatasetDocument) -> dict[str, Any]:
         out["encryption"] = dict(doc.encryption) if doc.encryption is not None else None
     if b is None or b.metadata_format != doc.metadata_format:
         out["metadata_format"] = doc.metadata_format
-    if b is None or dict(b.indices) != dict(doc.indices):
-        out["indices"] = indices_form(doc)
     if doc.settings and (b is None or dict(b.settings) != dict(doc.settings)):
         out["settings"] = dict(doc.settings)
     return out
 
 
-def entry_of(base: DatasetDocument | None, doc: DatasetDocument) -> dict[str, Any]:
+def entry_of(
+    base: DatasetDocument | None, doc: DatasetDocument, store: Store | None = None
+) -> dict[str, Any]:
     """The entry body committing ``doc`` on ``base`` (the whole state when no change was
     recorded or the base is not a parquetry version: a *self-contained* entry)."""
     assert doc.version is not None
@@ -136,6 +142,15 @@ def entry_of(base: DatasetDocument | None, doc: DatasetDocument) -> dict[str, An
         body["remove"] = [] if change.replace_all else sorted(change.remove)
         body["add"] = [[lbl, dict(rec[0]), info_text(rec[1])] for lbl, rec in change.add.items()]
     body["set"] = _sets(None if full else base, doc)
+    if full:
+        if doc.indices:
+            body["set"]["indices"] = indices_form(doc, store)
+    else:
+        assert change is not None
+        if change.index_set is not None:
+            body["set"]["indices"] = dict(change.index_set)
+        if change.index:
+            body["index"] = dict(change.index)
     return body
 
 
@@ -194,26 +209,27 @@ def apply_sets(doc: DatasetDocument, sets: Mapping[str, Any], key: str) -> dict[
         if "settings" in sets:
             out["settings"] = dict(sets["settings"])
         if "indices" in sets:
-            indices, footers = {}, {}
-            for col, form in sets["indices"].items():
-                piece = form["pieces"][0]
-                indices[col] = piece["key"]
-                if "tail" in piece:
-                    footers[col] = IndexFooter.from_json(piece)
-            out["indices"] = indices
-            out["index_footers"] = footers
+            states = parse_states(sets["indices"], out.get("schema", doc.schema), key)
+            out["indices"] = dict.fromkeys(states, PLACEHOLDER)
+            out["index_footers"] = {}
+            out["index_states"] = states
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise MetadataCorrupted(f"{key}: invalid entry field ({exc})", key=key) from None
     return out
 
 
-def apply_entry(doc: DatasetDocument, body: Mapping[str, Any], key: str) -> DatasetDocument:
-    """The state after entry ``body`` on state ``doc``."""
+def apply_entry(
+    doc: DatasetDocument, body: Mapping[str, Any], key: str, store: Store | None = None
+) -> DatasetDocument:
+    """The state after entry ``body`` on state ``doc`` (``store``: to adopt a format-1
+    index file whose footer ``doc`` does not cache)."""
     adds = {lbl: (files, info) for lbl, files, info in body["add"]}
     cat = catalog_of(doc).changed(
         body["remove"], adds, replace_all=bool(body["replace_all"]), trusted=True
     )
-    changes = apply_sets(doc, body.get("set", {}), key)
+    sets = body.get("set", {})
+    changes = apply_sets(doc, {k: v for k, v in sets.items() if k != "indices"}, key)
+    changes.update(apply_index_changes(store, doc, body, changes.get("schema", doc.schema), key))
     changes["version"] = VersionInfo.from_json(body["version"])
     changes["explicit_partitions"] = True
     changes["change"] = None

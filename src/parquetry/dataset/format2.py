@@ -80,7 +80,9 @@ def version_info(v: Version) -> VersionInfo | None:
     return None
 
 
-def advance(doc: DatasetDocument | None, v: Version, key: str) -> DatasetDocument | None:
+def advance(
+    doc: DatasetDocument | None, v: Version, key: str, store: Store | None = None
+) -> DatasetDocument | None:
     """The state after version ``v`` on state ``doc`` (None: tombstone on no state)."""
     kind, value, size = v
     if kind == "tombstone":
@@ -92,7 +94,7 @@ def advance(doc: DatasetDocument | None, v: Version, key: str) -> DatasetDocumen
             return None
         doc = empty_state(key.split("/", 1)[0])
     lineage: Lineage | None = doc.lineage
-    new = apply_entry(doc, value, key)
+    new = apply_entry(doc, value, key, store)
     if lineage is not None:
         new = new.evolve(lineage=lineage.extended(value, size))
     return new
@@ -117,7 +119,7 @@ def roll_forward_state(
         if doc is None and v[0] == "entry" and not self_contained(v[1]):
             doc = load_state(store, uuid, number)
             continue
-        doc = advance(doc, v, version_key(uuid, number))
+        doc = advance(doc, v, version_key(uuid, number), store)
 
 
 def _from_root(store: Store, uuid: str, c: int, root: Any) -> DatasetDocument:
@@ -155,7 +157,7 @@ def load_head_state(store: Store, uuid: str) -> tuple[DatasetDocument, dict[str,
             size = len(json.dumps(body, separators=(",", ":")))
             if doc is None:
                 doc = empty_state(uuid).evolve(lineage=lineage)
-            doc = advance(doc, ("entry", decode_entry({ENTRY_KEY: body}, key), size), key)
+            doc = advance(doc, ("entry", decode_entry({ENTRY_KEY: body}, key), size), key, store)
             assert doc is not None
             _ = n
         if doc is None:
@@ -202,7 +204,7 @@ def load_state(store: Store, uuid: str, number: int) -> DatasetDocument:
             f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
         )
     if v[0] == "doc" or self_contained(v[1]):
-        doc = advance(None, v, key)
+        doc = advance(None, v, key, store)
         assert doc is not None
         return doc
     checkpoints = [c for c in list_checkpoints(store, uuid) if c <= number]
@@ -229,7 +231,7 @@ def load_state(store: Store, uuid: str, number: int) -> DatasetDocument:
     chain.reverse()
     first = number - len(chain) + 1
     for i, ver in enumerate(chain):
-        base = advance(base, ver, version_key(uuid, first + i))
+        base = advance(base, ver, version_key(uuid, first + i), store)
     if base is None:
         raise MetadataCorrupted(f"version {number} of dataset {uuid!r} has no base", key=key)
     return base

@@ -35,6 +35,7 @@ from parquetry.dataset.checkpoint import decode_root
 from parquetry.dataset.entry import self_contained
 from parquetry.dataset.format2 import Version, load_state, parse_version, read_version, version_info
 from parquetry.dataset.head import head_key
+from parquetry.dataset.indexwire import entry_piece_keys, root_piece_keys
 from parquetry.dataset.intents import DEFAULT_LEASE, IntentState, list_intents, reap
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.naming import (
@@ -66,6 +67,8 @@ class GCReport:
 def referenced_keys(doc: DatasetDocument) -> set[str]:
     keys = {key for files in doc.partitions.values() for key in files.values()}
     keys |= {ref for ref in doc.indices.values() if isinstance(ref, str)}
+    for state in doc.index_states.values():
+        keys |= state.piece_keys()
     keys |= {common_metadata_key(doc.uuid, t) for t in doc.tables}
     return keys
 
@@ -109,9 +112,7 @@ def _version_keys(v: Version) -> set[str]:
     if kind != "entry":
         return set()
     keys = {key for _, files, _ in value["add"] for key in files.values()}
-    for form in value.get("set", {}).get("indices", {}).values():
-        keys |= {p["key"] for p in form.get("pieces", []) if isinstance(p, dict) and "key" in p}
-    return keys
+    return keys | entry_piece_keys(value)
 
 
 def _keys_of_range(store: Store, uuid: str, vs: dict[int, Version], numbers: list[int]) -> set[str]:
@@ -159,10 +160,19 @@ def _keep_chains(
         except (NotFound, MetadataCorrupted):
             continue
         keep |= {d["key"] for d in root["segments"] if "key" in d}
+        keep |= root_piece_keys(root.get("indices"))
     return keep
 
 
-def _collect_metadata(store: Store, uuid: str, keep: set[str], now: dt.datetime) -> list[str]:
+def _collect_metadata(
+    store: Store,
+    uuid: str,
+    keep: set[str],
+    now: dt.datetime,
+    *,
+    format2: bool = False,
+    indexed: bool = False,
+) -> list[str]:
     """Old checkpoints and segments nothing retained needs (young segments may belong to a
     checkpoint being written)."""
     from parquetry.dataset.checkpoint import checkpoints_prefix
@@ -172,11 +182,21 @@ def _collect_metadata(store: Store, uuid: str, keep: set[str], now: dt.datetime)
         head = store.get(head_key(uuid))
         root = json.loads(head).get("parquetry_head", {}).get("root") or {}
         keep = keep | {d["key"] for d in root.get("segments", []) if "key" in d}
+        keep = keep | root_piece_keys(root.get("indices"))
     except (NotFound, ValueError, AttributeError, TypeError):
         pass
     young = now - DEFAULT_LEASE
     victims = []
-    for prefix in (checkpoints_prefix(uuid), segments_prefix(uuid)):
+    # Index pieces (deltas written a moment before a commit point, pieces of a checkpoint
+    # being written) and the pointer's kartothek index files (old ones are garbage once the
+    # pointer moved on; a kartothek reader may still read one for a moment) are protected
+    # by age too.
+    prefixes = [checkpoints_prefix(uuid), segments_prefix(uuid)]
+    if indexed:
+        prefixes.append(f"{uuid}/_indices/")
+        if format2:
+            prefixes.append(f"{uuid}/indices/")
+    for prefix in prefixes:
         for meta in store.list(prefix):
             if meta.key in keep:
                 continue
@@ -265,7 +285,16 @@ def garbage_collect(
     )
     swept = sweep if sweep is not None else (legacy or foreign)
     deleted = list(victims)
-    deleted += _collect_metadata(store, uuid, meta_keep, now)
+    format2 = any(v[0] == "entry" for v in vs.values())
+    # Index directories are listed only where some version (or a kept root) has an index.
+    indexed = any(
+        (v[0] == "entry" and bool(v[1].get("index") or v[1].get("set", {}).get("indices")))
+        or (v[0] == "doc" and bool(v[1].indices))
+        for v in vs.values()
+    ) or any("/_indices/" in k or "/indices/" in k for k in meta_keep | keep)
+    deleted += _collect_metadata(
+        store, uuid, meta_keep | keep | live_intent_keys, now, format2=format2, indexed=indexed
+    )
     if swept:
         deleted += _sweep(store, uuid, keep, max(vs, default=-1), cutoff, now)
     deleted += _delete_stale_pointer(store, uuid)
@@ -306,6 +335,7 @@ def _sweep(
         intents_prefix(uuid) + "/",
         f"{uuid}/_checkpoints/",
         f"{uuid}/_segments/",
+        f"{uuid}/_indices/",
         head_key(uuid),
     )
     index_dir = f"{uuid}/indices/"

@@ -10,8 +10,12 @@ tens of MiB for a high-cardinality column. kartothek reads the same files whole.
 from __future__ import annotations
 
 import base64
+import bisect
+import functools
 import io
+import itertools
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +25,7 @@ import pyarrow.parquet as pq
 from parquetry.dataset.predicates import Literal, eval_stats
 from parquetry.store import Store
 
-__all__ = ["INDEX_ROW_GROUP", "IndexFooter", "footer_of", "ranged_table"]
+__all__ = ["INDEX_ROW_GROUP", "IndexFooter", "footer_metadata", "footer_of", "ranged_table"]
 
 INDEX_ROW_GROUP = 8192
 #: Beyond this share of row groups a lookup downloads the whole file instead.
@@ -47,6 +51,16 @@ class IndexFooter:
 def footer_of(key: str, data: bytes) -> IndexFooter:
     (length,) = struct.unpack("<I", data[-8:-4])
     return IndexFooter(key=key, size=len(data), tail=data[-(length + 8) :])
+
+
+class _NoStore:
+    """Where a footer-only file would fetch: parsing a cached footer never does."""
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        raise struct.error(f"{key}: the cached footer does not hold bytes {start}-{end}")
+
+
+_NO_STORE: Any = _NoStore()
 
 
 class _SparseFile(io.RawIOBase):
@@ -107,24 +121,79 @@ def _orderable(t: pa.DataType) -> bool:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _FooterInfo:
+    """A parsed footer and its value statistics, kept across lookups (files are immutable)."""
+
+    md: pq.FileMetaData
+    orderable: bool
+    mins: list[Any] | None  # None: some row group has no min/max
+    maxs: list[Any] | None
+    rows: list[int]
+    ascending: bool  # row groups sorted by value: min/max both non-decreasing
+
+
+@functools.lru_cache(maxsize=32)
+def _footer_info(footer: IndexFooter) -> _FooterInfo:
+    md = pq.ParquetFile(_SparseFile(_NO_STORE, footer, {}), pre_buffer=False).metadata
+    orderable = _orderable(md.schema.to_arrow_schema().field(0).type)
+    mins: list[Any] | None = []
+    maxs: list[Any] | None = []
+    rows = []
+    for i in range(md.num_row_groups):
+        rows.append(md.row_group(i).num_rows)
+        st = md.row_group(i).column(0).statistics
+        if st is None or not st.has_min_max or mins is None or maxs is None:
+            mins = maxs = None
+            continue
+        mins.append(st.min)
+        maxs.append(st.max)
+    ascending = bool(
+        orderable
+        and mins is not None
+        and maxs is not None
+        and all(type(x) in (int, str) for x in (*mins, *maxs))
+        and len({type(x) for x in (*mins, *maxs)}) <= 1
+        and all(a <= b for a, b in itertools.pairwise(mins))
+        and all(a <= b for a, b in itertools.pairwise(maxs))
+    )
+    return _FooterInfo(md, orderable, mins, maxs, rows, ascending)
+
+
+def footer_metadata(footer: IndexFooter) -> pq.FileMetaData:
+    """The Parquet metadata parsed from a cached footer (no request; parsed once per file).
+    Raises what pyarrow raises on a footer that is not Parquet."""
+    return _footer_info(footer).md
+
+
+def _candidate_groups(info: _FooterInfo, lit: Literal) -> list[int]:
+    mins, maxs = info.mins, info.maxs
+    assert mins is not None
+    assert maxs is not None
+    checks: Iterable[int] = range(len(info.rows))
+    if lit.op == "==" and info.ascending and mins and type(lit.value) is type(mins[0]):
+        # Sorted groups: bisect to the first group whose max reaches the value, then the
+        # few groups from there whose min does not pass it (O(log n), not O(n) per lookup).
+        first = bisect.bisect_left(maxs, lit.value)
+        checks = itertools.takewhile(lambda i: mins[i] <= lit.value, range(first, len(mins)))
+    return [
+        i for i in checks if eval_stats(lit, mins[i], maxs[i], 0, info.rows[i], nan_unknown=True)
+    ]
+
+
 def ranged_table(store: Store, footer: IndexFooter, lit: Literal) -> tuple[pa.Table, int] | None:
     """Rows of the index that may match ``lit`` and the GETs used; None = read it whole."""
-    pf = pq.ParquetFile(_SparseFile(store, footer, {}), pre_buffer=False)
-    md = pf.metadata
+    info = _footer_info(footer)
+    md = info.md
     if md.num_row_groups == 0:
-        return pf.schema_arrow.empty_table(), 0
-    if not _orderable(pf.schema_arrow.field(0).type) or lit.op in ("is null", "is not null"):
+        return md.schema.to_arrow_schema().empty_table(), 0
+    if not info.orderable or lit.op in ("is null", "is not null") or info.mins is None:
         return None
-    groups = []
-    for i in range(md.num_row_groups):
-        st = md.row_group(i).column(0).statistics
-        if st is None or not st.has_min_max:
-            return None
-        rows = md.row_group(i).num_rows
-        if eval_stats(lit, st.min, st.max, 0, rows, nan_unknown=True):
-            groups.append(i)
+    groups = _candidate_groups(info, lit)
     if len(groups) > max(2, md.num_row_groups * MAX_RANGED_SHARE):
         return None
+    if not groups:
+        return md.schema.to_arrow_schema().empty_table(), 0
     ranges = [_group_range(md, g) for g in groups]
     merged: list[list[int]] = []
     for s, e in sorted(ranges):
@@ -134,7 +203,8 @@ def ranged_table(store: Store, footer: IndexFooter, lit: Literal) -> tuple[pa.Ta
             merged.append([s, e])
     fetched = store.get_ranges(footer.key, [(s, e) for s, e in merged])
     sparse = _SparseFile(store, footer, {s: d for (s, _), d in zip(merged, fetched, strict=True)})
-    table = pq.ParquetFile(sparse, pre_buffer=False).read_row_groups(groups, use_threads=False)
+    pf = pq.ParquetFile(sparse, metadata=md, pre_buffer=False)
+    table = pf.read_row_groups(groups, use_threads=False)
     return table, len(merged) + sparse.fetches
 
 

@@ -1,5 +1,8 @@
 """Secondary (inverted) indices: value -> partition labels, one Parquet file per version.
 
+(Format 1. Format-2 versions keep an :class:`~parquetry.dataset.indexstate.IndexState` per
+column, incremental pieces; :meth:`IndexLookup.from_state` plans with either.)
+
 File schema (kartothek): ``<column>: <normalised type>``, ``partition: list<string>``; one
 row per distinct non-null value. Index files are written under a new, unique key every time
 (create-if-absent), never overwritten.
@@ -13,6 +16,7 @@ import io
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +28,9 @@ from parquetry.dataset.predicates import Literal, eval_array
 from parquetry.dataset.schema import normalise_type
 from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound, ParquetryError
 from parquetry.store import PutMode, Store
+
+if TYPE_CHECKING:
+    from parquetry.dataset.indexstate import IndexState
 
 #: Appends up to this many (value, label) rows merge incrementally into an existing index.
 INCREMENTAL_MAX_ROWS = 100_000
@@ -223,8 +230,21 @@ class IndexLookup:
         self.requests = 0
         self.keys: list[str] = []
         self._full: IndexData | None = None
+        self._state: IndexState | None = None
+
+    @classmethod
+    def from_state(cls, store: Store, state: IndexState) -> IndexLookup:
+        """Lookups on a format-2 index (pieces + tail + dead labels)."""
+        lookup = cls(store, state.column, {}, None, state.type)
+        lookup._state = state
+        return lookup
 
     def lookup(self, lit: Literal) -> set[str]:
+        if self._state is not None and self._full is None:
+            labels, keys = self._state.search(self.store, lit)
+            self.requests += len(keys)
+            self.keys.extend(keys)
+            return labels
         if self._full is None and self.footer is not None:
             got = self._ranged(self.footer, lit)
             if got is not None:
@@ -251,6 +271,11 @@ class IndexLookup:
             ) from None
 
     def full(self) -> IndexData:
+        if self._full is None and self._state is not None:
+            keys = sorted(self._state.piece_keys())
+            self._full = self._state.full(self.store)
+            self.requests += len(keys)
+            self.keys.extend(keys)
         if self._full is None:
             self._full = load_index(self.store, self.column, self.ref, self.t)
             if isinstance(self.ref, str):

@@ -224,6 +224,10 @@ class DatasetDocument:
     #: Dataset settings parquetry keeps out of kartothek's ``metadata`` (which kartothek
     #: users see), e.g. ``{"pointer": "auto"}``; see :mod:`parquetry.dataset.pointer`.
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: Format-2 index states (``indexstate.IndexState``) by column; ``indices`` then maps
+    #: each to a placeholder. Empty for a format-1 document (``indexwire.index_state``
+    #: adopts its index files lazily).
+    index_states: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: The change that produced this state from its base (``entry.Change``), recorded by
     #: ``apply_change`` so the commit writes an entry of O(change); None when unknown.
     change: Any = field(default=None, compare=False, repr=False)

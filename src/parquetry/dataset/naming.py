@@ -153,6 +153,16 @@ def legacy_index_key(uuid: str, column: str) -> str:
     return f"{uuid}.{column}.by-dataset-index.parquet"
 
 
+def index_piece_key(uuid: str, column: str, piece_id: str) -> str:
+    """Key of a format-2 index piece: outside ``indices/``, so kartothek's garbage
+    collection (which deletes index files its pointer does not name) never sees it."""
+    return f"{uuid}/_indices/{quote(column, safe='')}/{piece_id}.parquet"
+
+
+def is_index_piece_key(uuid: str, key: str) -> bool:
+    return key.startswith(f"{uuid}/_indices/")
+
+
 def new_base_label() -> str:
     return uuid_module.uuid4().hex
 

@@ -1,9 +1,9 @@
 """Commits as data: pure-ish functions building the next document from a base.
 
 ``apply_change`` is what every write commits: remove some partitions, add written files,
-keep every secondary index consistent (each touched index is rewritten under a new key).
-It only reads the base's index files and writes new ones; the caller's commit loop decides
-whether the result becomes a version.
+keep every secondary index consistent (format 2: index deltas of the added files' pairs
+and removed labels, never a rewrite; see :mod:`parquetry.dataset.indexwire`). The caller's
+commit loop decides whether the result becomes a version.
 """
 
 from __future__ import annotations
@@ -17,7 +17,15 @@ import pyarrow.compute as pc
 
 from parquetry.dataset.commit import now_iso
 from parquetry.dataset.entry import Change, catalog_of, with_catalog
-from parquetry.dataset.indices import IndexData, build_pairs, load_index, merge_index, write_index
+from parquetry.dataset.indexstate import IndexState
+from parquetry.dataset.indexwire import (
+    PLACEHOLDER,
+    index_state,
+    state_of_pairs,
+    states_form,
+    states_of,
+)
+from parquetry.dataset.indices import IndexData, build_pairs
 from parquetry.dataset.metadata import DatasetDocument, FileInfo, VersionInfo
 from parquetry.dataset.predicates import Literal, eval_scalar
 from parquetry.dataset.schema import normalise_type
@@ -106,35 +114,18 @@ def apply_change(
         added[fd.label] = ({fd.table: fd.key}, FileInfo(rows=fd.rows, size=fd.size, stats=fd.stats))
     replace_all = bool(removing) and len(removing) == cat.count and base.version is not None
     new_cat = cat.changed(removing, added, replace_all=replace_all)
-    indices: dict[str, Any] = dict(base.indices)
-    footers = {c: f for c, f in base.index_footers.items() if f.key == base.indices.get(c)}
-
-    def put(col: str, index: IndexData) -> None:
-        footers[col] = write_index(store, base.uuid, index)
-        indices[col] = footers[col].key
-
-    for col in sorted(set(base.indices) | set(new_indices)):
-        if index_override and col in index_override:
-            put(col, index_override[col])
-            continue
-        if col not in base.indices and cat.count:
-            raise InvalidArgument(
-                f"column {col!r} has no index yet; build it with build_index({col!r})"
-            )
-        if not add and not remove and col in base.indices:
-            continue
-        t = normalise_type(schema.field(col).type)
-        old = load_index(store, col, base.indices[col], t) if col in base.indices else None
-        pairs = build_pairs(((fd.label, _file_index_values(store, fd, col)) for fd in add), t)
-        put(col, merge_index(col, old, pairs, set(remove), t))
+    states, deltas, index_set = _index_changes(
+        store, base, schema, add, removing, replace_all, new_indices, index_override, cat.count
+    )
     meta = dict(base.metadata)
     meta.update(metadata or {})
     return with_catalog(
         base,
         new_cat,
-        change=Change(removing, added, replace_all),
-        indices=indices,
-        index_footers=footers,
+        change=Change(removing, added, replace_all, deltas, index_set),
+        indices=dict.fromkeys(states, PLACEHOLDER),
+        index_footers={},
+        index_states=states,
         metadata=meta,
         explicit_partitions=True,
         schema=schema,
@@ -158,6 +149,54 @@ def apply_change(
     )
 
 
+def _index_changes(
+    store: Store,
+    base: DatasetDocument,
+    schema: pa.Schema,
+    add: Sequence[FileDescription],
+    removing: tuple[str, ...],
+    replace_all: bool,
+    new_indices: Sequence[str],
+    index_override: Mapping[str, IndexData] | None,
+    count: int,
+) -> tuple[dict[str, IndexState], dict[str, Any], dict[str, Any] | None]:
+    """(new index states, the entry's deltas, its ``set.indices`` or None).
+
+    Never reads or rewrites an index: removed labels join the states' dead labels, added
+    files' ``(value, label)`` pairs become an inline delta (or one piece when large)."""
+    columns = sorted(set(base.indices) | set(new_indices))
+    override = dict(index_override or {})
+    for col in columns:
+        if col not in base.indices and count and col not in override:
+            raise InvalidArgument(
+                f"column {col!r} has no index yet; build it with build_index({col!r})"
+            )
+    old = states_of(store, base) if base.indices else {}
+    states: dict[str, IndexState] = {}
+    before: dict[str, IndexState] = {}
+    deltas: dict[str, Any] = {}
+    for col in columns:
+        t = normalise_type(schema.field(col).type)
+        if col in override:
+            pairs = override[col].pairs()
+            states[col] = before[col] = state_of_pairs(store, base.uuid, col, t, pairs)
+            continue
+        state = old[col] if col in old else IndexState.empty(col, t)
+        if replace_all:
+            state = state.reset()
+        elif removing:
+            state = state.without_labels(removing)
+        before[col] = state
+        pairs = build_pairs(((fd.label, _file_index_values(store, fd, col)) for fd in add), t)
+        pairs = pairs.filter(pc.is_valid(pairs.column("value")))
+        if pairs.num_rows:
+            deltas[col] = delta = state.encode_delta(store, base.uuid, pairs)
+            state = state.with_delta(delta, key=f"{base.uuid} index {col!r}")
+        states[col] = state
+    changed_map = set(columns) != set(base.indices) or bool(override)
+    return states, deltas, (states_form(before) if changed_map else None)
+
+
 def labels_in_scope(
     store: Store,
     doc: DatasetDocument,
@@ -173,7 +212,7 @@ def labels_in_scope(
 
     cache: dict[tuple[str, str], Any] = {}
     values_of = partition_values_of(doc, schema, cache)
-    loaded: dict[str, IndexData] = {}
+    loaded: dict[str, IndexState] = {}
     out: set[str] = set()
     for scope in delete_scope:
         if not isinstance(scope, Mapping) or not scope:
@@ -210,14 +249,13 @@ def _select(
     doc: DatasetDocument,
     lit: Literal,
     values_of: Any,
-    loaded: dict[str, IndexData],
+    loaded: dict[str, IndexState],
 ) -> set[str]:
     if lit.column in doc.partition_keys:
         return {lbl for lbl in doc.partitions if eval_scalar(lit, dict(values_of(lbl))[lit.column])}
     if lit.column not in loaded:
-        t = normalise_type(lit.type)
-        loaded[lit.column] = load_index(store, lit.column, doc.indices[lit.column], t)
-    return loaded[lit.column].lookup(lit)
+        loaded[lit.column] = index_state(store, doc, lit.column)
+    return loaded[lit.column].lookup(store, lit)
 
 
 def fit_concurrent_schema(
@@ -325,7 +363,12 @@ def change_maker(
         from parquetry.dataset.metadata import FileInfos
 
         emptied = base.evolve(
-            partitions={}, files=FileInfos(), indices={}, index_footers={}, partition_keys=keys
+            partitions={},
+            files=FileInfos(),
+            indices={},
+            index_footers={},
+            index_states={},
+            partition_keys=keys,
         )
         doc = apply_change(
             store,
@@ -343,7 +386,13 @@ def change_maker(
         assert doc.version is not None
         removed = [lbl for lbl in base.partitions if lbl in base.files]
         return doc.evolve(
-            change=Change((), doc.change.add, True),
+            change=Change(
+                (),
+                doc.change.add,
+                True,
+                doc.change.index,
+                doc.change.index_set if doc.change.index_set is not None else {},
+            ),
             version=replace(
                 doc.version,
                 rows_removed=sum(base.files[lbl].rows for lbl in removed),

@@ -108,6 +108,9 @@ class VersionReader:
     # --- reading -------------------------------------------------------------------------
 
     def _index(self, column: str) -> IndexLookup:
+        state = self._doc.index_states.get(column)
+        if column not in self._indices and state is not None:
+            self._indices[column] = IndexLookup.from_state(self.store, state)
         if column not in self._indices:
             t = normalise_type(self.schema.field(column).type)
             ref = self._doc.indices[column]

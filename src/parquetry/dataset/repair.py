@@ -8,7 +8,7 @@ commit by rolling forward; repairing makes kartothek and plain pointer readers s
 from __future__ import annotations
 
 from parquetry.dataset.commit import publish_pointer
-from parquetry.dataset.metadata import DatasetDocument, encode_document
+from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.versions import (
     latest_version_number,
     load_latest,
@@ -88,7 +88,7 @@ def _fix_common_metadata(store: Store, doc: DatasetDocument) -> str:
 
 
 def _publish(store: Store, uuid: str, number: int, doc: DatasetDocument, fmt: str) -> None:
-    publish_pointer(store, uuid, doc, encode_document(doc, "json"), number, fmt)
+    publish_pointer(store, uuid, doc, None, number, fmt)
     # publish_pointer swallows failures (a commit must not be retried for them); a repair
     # must not claim success it did not have, so check the pointer now.
     current, _, _ = read_pointer(store, uuid)

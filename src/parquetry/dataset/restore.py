@@ -49,6 +49,7 @@ def _check_files(store: Store, target: DatasetDocument, number: int) -> None:
         info = target.files.get(label) if label in target.files else None
         expected.append((key, info.size if info is not None else None))
     expected += [(ref, None) for ref in target.indices.values() if isinstance(ref, str)]
+    expected += [(k, None) for st in target.index_states.values() for k in sorted(st.piece_keys())]
 
     def check(item: tuple[str, int | None]) -> None:
         key, size = item

@@ -151,7 +151,7 @@ def _complete_foreign(store: Store, doc: DatasetDocument) -> tuple[DatasetDocume
         found: dict[str, dict[str, str]] = {}
         for meta in store.list(doc.uuid):
             parts = meta.key.split("/")
-            if len(parts) < 3 or parts[1] in ("indices", "_versions"):
+            if len(parts) < 3 or parts[1] in ("indices", "_indices", "_versions"):
                 continue
             if not meta.key.endswith(".parquet"):
                 continue

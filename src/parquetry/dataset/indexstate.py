@@ -1,0 +1,395 @@
+"""Incremental secondary indices (format 2): one column's index as pieces + tail + dead labels.
+
+An :class:`IndexState` is what a version knows about one index without reading it:
+
+* ``pieces``: immutable Parquet pieces written at checkpoints, each footer cached so a point
+  lookup costs one ranged GET per piece whose statistics may hold the value;
+* ``tail``: ``(value, label)`` pairs committed since the last checkpoint (inline in entries)
+  and ``tail_pieces``: deltas too large to inline (written as pieces by the committer);
+* ``dead``: labels removed since the pieces were written. Removing a label never rewrites a
+  piece; pieces are filtered at lookup.
+
+Lookup = union over pieces minus ``dead``, tail pieces minus the labels removed after each
+was added, and the tail pairs (removal filters them directly). A checkpoint turns the tail
+into one new piece, merges small pieces (tiered) and rewrites everything when ``dead``
+passes a share, so its cost is O(tail) except for those amortised merges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from parquetry.dataset.indexdelta import (
+    corrupt,
+    decode_delta,
+    decode_pairs,
+    encode_pairs,
+    parse_count,
+    parse_footer,
+    parse_labels,
+    parse_list,
+)
+from parquetry.dataset.indexfile import IndexFooter, footer_of
+from parquetry.dataset.indexpieces import (
+    normalise_pairs,
+    pairs_schema,
+    piece_metadata,
+    piece_pairs,
+    read_piece,
+    search_piece,
+    write_piece,
+)
+from parquetry.dataset.indices import IndexData, load_index
+from parquetry.dataset.naming import is_index_piece_key
+from parquetry.dataset.predicates import Literal, eval_array
+from parquetry.dataset.schema import normalise_type
+from parquetry.errors import MetadataCorrupted, NotFound
+from parquetry.store import Store
+
+__all__ = [
+    "DEAD_REWRITE_FLOOR",
+    "DEAD_REWRITE_MAX",
+    "DEAD_REWRITE_SHARE",
+    "INLINE_INDEX_PAIRS",
+    "MAX_SMALL_PIECES",
+    "ROOT_INLINE_PAIRS",
+    "IndexState",
+    "MergePolicy",
+    "TailPiece",
+    "decode_delta",
+]
+
+#: An entry carries up to this many index pairs inline; more are written as a piece first.
+INLINE_INDEX_PAIRS = 10_000
+#: More than this many pieces each < 1/8 of the biggest merge into one at a checkpoint.
+MAX_SMALL_PIECES = 8
+SMALL_PIECE_RATIO = 8
+#: A checkpoint keeps up to this many tail pairs inline in the root (~20 KB of JSON for
+#: labels "p=<n>/<32 hex>") instead of writing a tiny piece: with a checkpoint every 100
+#: 1-row appends a piece per checkpoint would make every string point lookup cost one
+#: more GET per checkpoint (up to MAX_SMALL_PIECES + 1 GETs); inline pairs cost none.
+ROOT_INLINE_PAIRS = 512
+#: Everything is rewritten when the dead labels exceed min(MAX, max(FLOOR, SHARE * pairs)).
+#: The design said max(10,000, 10 % of the pairs), but dead labels live in the checkpoint
+#: root (~47 JSON bytes each for "p=12345/<32 hex>"): 10 % of a 10M-pair index would put
+#: 1M labels (47 MB) in a root that must stay <= ~1 MiB. Capped at 10,000 (~470 KB) the
+#: rewrite of such an index (~150 MB) is amortised over at least 10,000 removals; below
+#: 100,000 pairs the share rule rewrites after 10 % (>= 100) removals, O(1) per removal.
+DEAD_REWRITE_FLOOR = 100
+DEAD_REWRITE_MAX = 10_000
+DEAD_REWRITE_SHARE = 0.10
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergePolicy:
+    """When a checkpoint merges pieces (the defaults are the format's; tests shrink them)."""
+
+    max_small_pieces: int = MAX_SMALL_PIECES
+    small_ratio: int = SMALL_PIECE_RATIO
+    dead_floor: int = DEAD_REWRITE_FLOOR
+    dead_share: float = DEAD_REWRITE_SHARE
+    dead_max: int = DEAD_REWRITE_MAX
+    inline_pairs: int = ROOT_INLINE_PAIRS
+
+    def too_dead(self, dead: int, pairs: int) -> bool:
+        return dead > min(self.dead_max, max(self.dead_floor, self.dead_share * pairs))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TailPiece:
+    """A delta committed as a piece since the last checkpoint; ``dead`` = labels removed
+    after it was added (labels removed before it do not apply: it may re-add them)."""
+
+    footer: IndexFooter
+    pairs: int
+    dead: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class IndexState:
+    """One column's index in a format-2 version (see the module docstring)."""
+
+    column: str
+    type: pa.DataType
+    pieces: tuple[IndexFooter, ...] = ()
+    tail: pa.Table = field(default_factory=lambda: pairs_schema(pa.null()).empty_table())
+    tail_pieces: tuple[TailPiece, ...] = ()
+    dead: frozenset[str] = frozenset()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IndexState):
+            return NotImplemented
+        return (
+            self.column == other.column
+            and self.type == other.type
+            and self.pieces == other.pieces
+            and self.tail_pieces == other.tail_pieces
+            and self.dead == other.dead
+            and self.tail.equals(other.tail)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # --- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def empty(cls, column: str, t: pa.DataType) -> IndexState:
+        t = normalise_type(t)
+        return cls(column=column, type=t, tail=pairs_schema(t).empty_table())
+
+    @classmethod
+    def legacy(
+        cls,
+        store: Store,
+        column: str,
+        ref: str | Mapping[str, list[str]],
+        footer: IndexFooter | None,
+        t: pa.DataType,
+    ) -> IndexState:
+        """A format-1 index (file key, or kartothek's embedded ``{value: [labels]}``) as a
+        state: the file is one piece (rewritten under ``_indices/`` at the first
+        checkpoint, out of reach of kartothek's GC); embedded values become tail pairs."""
+        state = cls.empty(column, t)
+        if isinstance(ref, Mapping):
+            return state.with_pairs(load_index(store, column, ref, state.type).pairs())
+        if footer is None or footer.key != ref:
+            try:
+                data = store.get(ref)
+            except NotFound:
+                raise MetadataCorrupted(
+                    f"index file {ref!r} of column {column!r} is missing", key=ref
+                ) from None
+            if len(data) < 12 or data[-4:] != b"PAR1":
+                raise MetadataCorrupted(f"{ref}: not a Parquet index file", key=ref)
+            footer = footer_of(ref, data)
+        piece_metadata(footer)  # validate now, not at the first lookup
+        return replace(state, pieces=(footer,))
+
+    # --- pure changes ----------------------------------------------------------------------
+
+    def with_pairs(self, pairs: pa.Table) -> IndexState:
+        """Add ``(value, label)`` rows (columns ``value`` and ``label``)."""
+        pairs = normalise_pairs(pairs, self.type)
+        if pairs.num_rows == 0:
+            return self
+        tail = pa.concat_tables([self.tail, pairs]) if self.tail.num_rows else pairs
+        return replace(self, tail=tail)
+
+    def with_piece(self, footer: IndexFooter, n_pairs: int) -> IndexState:
+        """Add a delta already written as a piece (more than INLINE_INDEX_PAIRS pairs)."""
+        tp = TailPiece(footer=footer, pairs=n_pairs)
+        return replace(self, tail_pieces=(*self.tail_pieces, tp))
+
+    def without_labels(self, labels: Iterable[str]) -> IndexState:
+        """Remove every pair of these labels."""
+        gone = frozenset(labels)
+        if not gone:
+            return self
+        tail = self.tail
+        if tail.num_rows:
+            tail = tail.filter(pc.invert(pc.is_in(tail.column("label"), pa.array(list(gone)))))
+        tps = tuple(replace(tp, dead=tp.dead | gone) for tp in self.tail_pieces)
+        return replace(self, tail=tail, tail_pieces=tps, dead=self.dead | gone)
+
+    def reset(self) -> IndexState:
+        """No pairs at all (``replace_all``)."""
+        return IndexState.empty(self.column, self.type)
+
+    def with_delta(self, doc: Any, *, key: str) -> IndexState:
+        """Apply an entry's delta for this column (see :meth:`encode_delta`)."""
+        got = decode_delta(doc, self.type, key=key)
+        if isinstance(got, pa.Table):
+            return self.with_pairs(got)
+        return self.with_piece(*got)
+
+    # --- entry deltas ----------------------------------------------------------------------
+
+    def encode_delta(
+        self, store: Store, uuid: str, pairs: pa.Table, *, inline_max: int = INLINE_INDEX_PAIRS
+    ) -> dict[str, Any]:
+        """An entry's ``index`` value for ``pairs``: inline up to INLINE_INDEX_PAIRS pairs,
+        else the pairs are written as a piece (create-if-absent) and the entry names it."""
+        pairs = normalise_pairs(pairs, self.type)
+        if pairs.num_rows <= inline_max:
+            return {"pairs": encode_pairs(pairs)}
+        footer = write_piece(store, uuid, self.column, pairs)
+        return {"piece": footer.to_json(), "pairs": pairs.num_rows}
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def lookup(self, store: Store, lit: Literal) -> set[str]:
+        """Labels of partitions holding a value satisfying ``lit``."""
+        return self.search(store, lit)[0]
+
+    def search(self, store: Store, lit: Literal) -> tuple[set[str], list[str]]:
+        """:meth:`lookup` and the keys of the GETs it made (one per request)."""
+        if lit.op == "is null":
+            return set(), []  # an index holds no nulls
+        sources = [(f, self.dead) for f in self.pieces]
+        sources += [(tp.footer, tp.dead) for tp in self.tail_pieces]
+
+        def one(src: tuple[IndexFooter, frozenset[str]]) -> tuple[set[str], list[str]]:
+            found, used = search_piece(store, self.column, src[0], lit, self.type)
+            return found - src[1], [src[0].key] * used
+
+        labels: set[str] = set()
+        keys: list[str] = []
+        for found, used_keys in store.map_concurrent(one, sources, max_workers=16):
+            labels |= found
+            keys += used_keys
+        if self.tail.num_rows:
+            mask = eval_array(lit, self.tail.column("value").combine_chunks())
+            labels |= set(self.tail.column("label").filter(mask).to_pylist())
+        return labels, keys
+
+    def all_labels(self, store: Store) -> set[str]:
+        return self.full(store).all_labels()
+
+    def full(self, store: Store) -> IndexData:
+        """The whole index, merged, without removed labels (kartothek's index file)."""
+        return _grouped(self.column, self.type, self._live_pairs(store))
+
+    def _live_pairs(self, store: Store) -> pa.Table:
+        parts = [_without(self._piece_pairs(store, f), self.dead) for f in self.pieces]
+        parts += [_without(self._piece_pairs(store, tp.footer), tp.dead) for tp in self.tail_pieces]
+        parts.append(self.tail)
+        return pa.concat_tables(parts)
+
+    def _piece_pairs(self, store: Store, footer: IndexFooter) -> pa.Table:
+        return normalise_pairs(read_piece(store, self.column, footer, self.type).pairs(), self.type)
+
+    def piece_keys(self) -> set[str]:
+        """Every object this state needs (for GC)."""
+        return {f.key for f in self.pieces} | {tp.footer.key for tp in self.tail_pieces}
+
+    # --- checkpoint ------------------------------------------------------------------------
+
+    def checkpoint(
+        self, store: Store, uuid: str, *, policy: MergePolicy = MergePolicy()
+    ) -> IndexState:
+        """This state with no tail pieces: tail pairs become one piece (or stay inline in
+        the root while they are at most ``policy.inline_pairs``); small pieces merge; a full
+        rewrite when ``dead`` passes :meth:`MergePolicy.too_dead`."""
+        counts = [piece_pairs(f) for f in self.pieces]
+        footers = [*self.pieces, *(tp.footer for tp in self.tail_pieces)]
+        sizes = [*counts, *(tp.pairs for tp in self.tail_pieces)]
+        inline = self.tail.num_rows <= policy.inline_pairs
+        if not inline:
+            sizes.append(self.tail.num_rows)  # the tail as a new piece, index len(footers)
+        total = sum(sizes) + (self.tail.num_rows if inline else 0)
+        if policy.too_dead(len(self.dead), total) or self._revived(store, tail=not inline):
+            return self._rewrite(store, uuid)
+        biggest = max(sizes, default=0)
+        small = {i for i, n in enumerate(sizes) if n * policy.small_ratio < biggest}
+        merge = small if len(small) > policy.max_small_pieces else set()
+        # Legacy (format-1) index files join the next merge: kartothek's GC may delete them.
+        merge |= {i for i, f in enumerate(footers) if not is_index_piece_key(uuid, f.key)}
+        if not inline:
+            merge.add(len(footers))
+        if sizes and len(merge) == len(sizes):
+            return self._rewrite(store, uuid)
+        chosen = [footers[i] for i in sorted(merge) if i < len(footers)]
+        parts = [_without(self._piece_pairs(store, f), self.dead) for f in chosen]
+        if not inline:
+            parts.append(self.tail)
+        kept = tuple(f for i, f in enumerate(footers) if i not in merge)
+        merged = pa.concat_tables(parts) if parts else self.tail.slice(0, 0)
+        if merged.num_rows:
+            kept = (*kept, write_piece(store, uuid, self.column, merged))
+        tail = self.tail if inline else self.tail.slice(0, 0)
+        return replace(self.reset(), pieces=kept, dead=self.dead, tail=tail)
+
+    def _rewrite(self, store: Store, uuid: str) -> IndexState:
+        pairs = self._live_pairs(store)
+        if pairs.num_rows == 0:
+            return self.reset()
+        return replace(self.reset(), pieces=(write_piece(store, uuid, self.column, pairs),))
+
+    def _revived(self, store: Store, *, tail: bool = True) -> bool:
+        """Do tail pairs (when they become a piece) or tail pieces re-add a label of
+        ``dead``? After the checkpoint ``dead`` applies to every piece, so such a label
+        forces a full rewrite (rare: labels are unique names; restores reset instead)."""
+        if not self.dead:
+            return False
+        if (
+            tail
+            and self.tail.num_rows
+            and pc.any(pc.is_in(self.tail.column("label"), pa.array(list(self.dead)))).as_py()
+        ):
+            return True
+        for tp in self.tail_pieces:
+            earlier = self.dead - tp.dead
+            if earlier and earlier & self._piece_labels(store, tp.footer):
+                return True
+        return False
+
+    def _piece_labels(self, store: Store, footer: IndexFooter) -> set[str]:
+        return read_piece(store, self.column, footer, self.type).all_labels()
+
+    # --- root form -------------------------------------------------------------------------
+
+    def to_root(self) -> dict[str, Any]:
+        """``{"pieces": [footer...], "dead": [label...]}``; a state that was not
+        checkpointed adds ``tail`` (b64 Arrow IPC) and ``tail_pieces``."""
+        out: dict[str, Any] = {
+            "pieces": [f.to_json() for f in self.pieces],
+            "dead": sorted(self.dead),
+        }
+        if self.tail.num_rows:
+            out["tail"] = encode_pairs(self.tail)
+        if self.tail_pieces:
+            out["tail_pieces"] = [
+                {"piece": tp.footer.to_json(), "pairs": tp.pairs, "dead": sorted(tp.dead)}
+                for tp in self.tail_pieces
+            ]
+        return out
+
+    @classmethod
+    def from_root(cls, column: str, t: pa.DataType, doc: Any, *, key: str) -> IndexState:
+        """Parse :meth:`to_root` output; any defect raises MetadataCorrupted naming ``key``."""
+        where = f"index {column!r}"
+        if not isinstance(doc, Mapping):
+            raise corrupt(key, where, "an object", doc)
+        state = cls.empty(column, t)
+        listed = parse_list(doc.get("pieces", []), key, f"{where}.pieces")
+        pieces = tuple(parse_footer(p, key, f"{where}.pieces[{i}]") for i, p in enumerate(listed))
+        dead = parse_labels(doc.get("dead", []), key, f"{where}.dead")
+        tail = state.tail
+        if "tail" in doc:
+            tail = decode_pairs(doc["tail"], state.type, key, f"{where}.tail")
+        tps = []
+        for i, tp in enumerate(parse_list(doc.get("tail_pieces", []), key, f"{where}.tail_pieces")):
+            at = f"{where}.tail_pieces[{i}]"
+            if not isinstance(tp, Mapping):
+                raise corrupt(key, at, "an object", tp)
+            tps.append(
+                TailPiece(
+                    footer=parse_footer(tp.get("piece"), key, f"{at}.piece"),
+                    pairs=parse_count(tp.get("pairs"), key, f"{at}.pairs"),
+                    dead=parse_labels(tp.get("dead", []), key, f"{at}.dead"),
+                )
+            )
+        return replace(state, pieces=pieces, dead=dead, tail=tail, tail_pieces=tuple(tps))
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _without(pairs: pa.Table, dead: frozenset[str]) -> pa.Table:
+    if not dead or pairs.num_rows == 0:
+        return pairs
+    return pairs.filter(pc.invert(pc.is_in(pairs.column("label"), pa.array(list(dead)))))
+
+
+def _grouped(column: str, t: pa.DataType, pairs: pa.Table) -> IndexData:
+    grouped = pairs.group_by("value", use_threads=False).aggregate([("label", "distinct")])
+    return IndexData(
+        column=column,
+        values=grouped.column("value").combine_chunks().cast(t),
+        labels=grouped.column("label_distinct").combine_chunks().cast(pa.list_(pa.string())),
+    )
