@@ -106,7 +106,11 @@ def target_key(store: Any, kind: str) -> str:
     if kind == "old_version":
         return version_key(UUID, 1)
     if kind == "index":
-        return str(doc.indices["k"])
+        # Format 2 keeps a small index inline in the head; the index *file* is the one the
+        # kartothek pointer names (what kartothek, reconciles and format-1 readers read).
+        import json
+
+        return str(json.loads(store.get(metadata_key(UUID, "json")))["indices"]["k"])
     if kind == "common_metadata":
         return common_metadata_key(UUID)
     if kind == "data":

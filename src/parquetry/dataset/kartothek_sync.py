@@ -57,7 +57,7 @@ def foreign_state(
     base_number, base, known, used = found
     newest_number, newest = _newest(store, uuid, numbers, base_number, base)
     diff = kartothek_diff(base_number, base, foreign, known)
-    doc = reconciled_doc(newest, foreign, diff)
+    doc = reconciled_doc(newest, foreign, diff, store)
     return LoadedState(
         doc=doc, number=newest_number, foreign=True, pointer_format=fmt, requests=requests + used
     )
@@ -183,7 +183,7 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
             # (and kartothek's own GC may already have deleted the ones they replace).
             override = kartothek_indices(store, current, foreign)
         elif diff.built:
-            target = reconciled_doc(current, foreign, diff)
+            target = reconciled_doc(current, foreign, diff, store)
             for col in diff.built:
                 if col in current.indices or col not in current.schema.names:
                     continue
@@ -294,10 +294,12 @@ def _publish(
     """Write the pointer for the newest version (republishing while newer ones land), then
     on format 2 that version's checkpoint and the head's pointer bookkeeping. Returns the
     version shown and the new lineage (None on format 1)."""
+    from parquetry.dataset.indexwire import pointer_document
     from parquetry.dataset.versions import roll_forward
 
     for _ in range(64):
-        data = encode_document(doc, fmt)
+        # Format 2 keeps index states; kartothek needs whole index files it can read.
+        data = encode_document(pointer_document(store, doc), fmt)
         meta = store.put(metadata_key(uuid, fmt), data)
         newer, newest, _ = roll_forward(store, uuid, number, doc)
         if newer is None:

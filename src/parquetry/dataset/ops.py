@@ -27,6 +27,7 @@ from parquetry.dataset.indexwire import (
 )
 from parquetry.dataset.indices import IndexData, build_pairs
 from parquetry.dataset.metadata import DatasetDocument, FileInfo, VersionInfo
+from parquetry.dataset.naming import is_index_piece_key
 from parquetry.dataset.predicates import Literal, eval_scalar
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
@@ -175,6 +176,7 @@ def _index_changes(
     states: dict[str, IndexState] = {}
     before: dict[str, IndexState] = {}
     deltas: dict[str, Any] = {}
+    moved = False
     for col in columns:
         t = normalise_type(schema.field(col).type)
         if col in override:
@@ -182,6 +184,12 @@ def _index_changes(
             states[col] = before[col] = state_of_pairs(store, base.uuid, col, t, pairs)
             continue
         state = old[col] if col in old else IndexState.empty(col, t)
+        if any(not is_index_piece_key(base.uuid, f.key) for f in state.pieces):
+            # An adopted kartothek/format-1 index file: kartothek's GC deletes it as soon as
+            # its pointer names another, so a format-2 entry never refers to it (moved once,
+            # O(index), recorded by the entry's set.indices).
+            state = state.checkpoint(store, base.uuid)
+            moved = True
         if replace_all:
             state = state.reset()
         elif removing:
@@ -193,7 +201,7 @@ def _index_changes(
             deltas[col] = delta = state.encode_delta(store, base.uuid, pairs)
             state = state.with_delta(delta, key=f"{base.uuid} index {col!r}")
         states[col] = state
-    changed_map = set(columns) != set(base.indices) or bool(override)
+    changed_map = set(columns) != set(base.indices) or bool(override) or moved
     return states, deltas, (states_form(before) if changed_map else None)
 
 

@@ -221,8 +221,10 @@ def added_files(
         )
         values = {}
         for col, per_label in index_values.items():
-            t = normalise_type(schema.field(col).type)
-            values[col] = per_label.get(label, pa.array([], type=t))
+            # A label kartothek's index file does not name (the file was left alone): the
+            # commit reads the values from the file itself.
+            if label in per_label:
+                values[col] = per_label[label]
         return FileDescription(
             table=table,
             key=key,
@@ -237,8 +239,70 @@ def added_files(
     return list(store.map_concurrent(describe, items))
 
 
+def _file_pairs(store: Store, key: str, label: str, column: str, t: pa.DataType) -> pa.Table:
+    """The ``(value, label)`` pairs of one data file's column (its distinct non-null values)."""
+    from parquetry.parquet.files import read_table
+
+    try:
+        table = read_table(store.open(key), columns=[column])
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise MetadataCorrupted(
+            f"{key}: a data file kartothek added is not readable Parquet: {exc}", key=key
+        ) from None
+    values = pc.unique(table.column(column).combine_chunks().drop_null())
+    if values.type != t:
+        values = values.cast(t)
+    return pa.table({"value": values, "label": pa.array([label] * len(values), pa.string())})
+
+
+def _reconciled_states(
+    store: Store, base: DatasetDocument, foreign: DatasetDocument, diff: KartothekDiff
+) -> dict[str, Any]:
+    """Format 2: ``base``'s index states with kartothek's change (removed labels out, the
+    added labels' pairs from kartothek's index files in). An index whose file kartothek
+    dropped cannot say which values the added files hold, so it is left out (planning
+    then reads those columns from the files)."""
+    from parquetry.dataset.indexstate import IndexState
+    from parquetry.dataset.indexwire import states_of
+    from parquetry.dataset.indices import load_index
+
+    added = pa.array(sorted(diff.added), pa.string())
+    out: dict[str, Any] = {}
+    for col, state in states_of(store, base).items():
+        new_state = state.without_labels(diff.removed)
+        if len(added):
+            ref = foreign.indices.get(col)
+            chosen = None
+            if isinstance(ref, str):
+                pairs = load_index(store, col, ref, state.type).pairs()
+                chosen = pairs.filter(pc.is_in(pairs.column("label"), value_set=added))
+                new_state = new_state.with_pairs(chosen)
+            # Labels kartothek's index file does not name (it was left alone, or dropped):
+            # their values come from the files themselves.
+            named = set(chosen.column("label").to_pylist()) if chosen is not None else set()
+            missing = set(diff.added) - named
+            if col in base.partition_keys:
+                missing = set()  # partition values live in labels, not in an index file
+            for label in sorted(missing):
+                new_state = new_state.with_pairs(
+                    _file_pairs(store, diff.added[label], label, col, state.type)
+                )
+        out[col] = new_state
+    current = base.version is not None and diff.base == base.version.number
+    if current and base.schema is not None:
+        for col in diff.built:
+            ref = foreign.indices.get(col)
+            if col in base.schema.names and isinstance(ref, str):
+                t = normalise_type(base.schema.field(col).type)
+                out[col] = IndexState.legacy(store, col, ref, None, t)
+    return out
+
+
 def reconciled_doc(
-    base: DatasetDocument, foreign: DatasetDocument, diff: KartothekDiff
+    base: DatasetDocument,
+    foreign: DatasetDocument,
+    diff: KartothekDiff,
+    store: Store | None = None,
 ) -> DatasetDocument:
     """The newest version ``base`` with kartothek's change applied, for reading only.
 
@@ -266,11 +330,19 @@ def reconciled_doc(
             indices[col] = foreign.indices[col]
     meta = dict(base.metadata)
     meta.update(diff.metadata)
+    states: dict[str, Any] = {}
+    if store is not None and base.index_states:
+        from parquetry.dataset.indexwire import PLACEHOLDER
+
+        states = _reconciled_states(store, base, foreign, diff)
+        indices = dict.fromkeys(states, PLACEHOLDER)
+        footers = {}
     return base.evolve(
         partitions=partitions,
         files=base.files.changed(set(diff.removed), {}),
         indices=indices,
         index_footers=footers,
+        index_states=states,
         metadata=meta,
         version=None,
     )
