@@ -166,7 +166,7 @@ def test_missing_bucket_is_not_missing_dataset(spark: Any, moto_server: Any) -> 
         ).count()
     assert first_line(info.value) == (
         "parquetry.errors.StoreUnavailable: bucket 'nonexistent-bucket' does not "
-        "exist (s3://nonexistent-bucket/lake, key 'orders.by-dataset-metadata.json')"
+        "exist (s3://nonexistent-bucket/lake, key 'orders/_head.json')"  # the first GET
     )
 
 
