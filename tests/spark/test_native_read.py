@@ -232,3 +232,32 @@ def test_evolved_schema_reads_old_files_widened_and_with_nulls(spark: Any, tmp_p
     assert sorted(tuple(r) for r in df.collect()) == expected
     assert (2**40, "a", 3.25, "x") in expected
     assert (1, "a", 1.5, None) in expected
+
+
+def test_overlapping_reads_restore_the_discovery_threshold(spark: Any) -> None:
+    """Two threads planning native reads at once, the first leaving first: the second still
+    lists with the raised threshold, and the session's own value comes back at the end."""
+    import threading
+
+    from parquetry.spark.native import _DISCOVERY_THRESHOLD, _serial_discovery
+
+    spark.conf.set(_DISCOVERY_THRESHOLD, "7")
+    inside, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with _serial_discovery(spark):
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    try:
+        assert inside.wait(10)
+        with _serial_discovery(spark):
+            release.set()
+            thread.join(10)  # the first read is done; this one is still planning
+            assert spark.conf.get(_DISCOVERY_THRESHOLD) == "100000"
+        assert spark.conf.get(_DISCOVERY_THRESHOLD) == "7"
+    finally:
+        release.set()
+        spark.conf.unset(_DISCOVERY_THRESHOLD)

@@ -14,6 +14,7 @@ values whose directory spelling Spark parses back to the same value take this pa
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -103,17 +104,33 @@ def _spark_parses_back(schema: pa.Schema, files: Sequence[Any]) -> bool:
     return True
 
 
+# Threads of one driver may plan reads at once: the first to enter saves the session's value
+# and the last to leave restores it (a plain save/restore per call would let an inner call
+# "restore" the outer one's raised value, leaving it raised for good).
+_discovery_lock = threading.Lock()
+_discovery_users: dict[int, tuple[int, str | None]] = {}
+
+
 @contextmanager
 def _serial_discovery(spark: SparkSession) -> Iterator[None]:
-    previous = spark.conf.get(_DISCOVERY_THRESHOLD, None)
-    spark.conf.set(_DISCOVERY_THRESHOLD, str(_SERIAL_DISCOVERY_UP_TO))
+    key = id(spark)
+    with _discovery_lock:
+        users, previous = _discovery_users.get(key, (0, None))
+        if users == 0:
+            previous = spark.conf.get(_DISCOVERY_THRESHOLD, None)
+            spark.conf.set(_DISCOVERY_THRESHOLD, str(_SERIAL_DISCOVERY_UP_TO))
+        _discovery_users[key] = (users + 1, previous)
     try:
         yield
     finally:
-        if previous is None:
-            spark.conf.unset(_DISCOVERY_THRESHOLD)
-        else:
-            spark.conf.set(_DISCOVERY_THRESHOLD, previous)
+        with _discovery_lock:
+            users, previous = _discovery_users.pop(key)
+            if users > 1:
+                _discovery_users[key] = (users - 1, previous)
+            elif previous is None:
+                spark.conf.unset(_DISCOVERY_THRESHOLD)
+            else:
+                spark.conf.set(_DISCOVERY_THRESHOLD, previous)
 
 
 def native_read(
