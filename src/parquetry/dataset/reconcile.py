@@ -32,7 +32,7 @@ document wholesale would drop every row parquetry committed after ``p``. Instead
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquetry.dataset.metadata import DatasetDocument
+from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument
 from parquetry.dataset.naming import parse_label, parse_partition_value
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
@@ -124,6 +124,9 @@ def find_base(
     current = next(versions, None)
     if current is None:
         return None
+    marked = _marked_base(foreign, order, current[1], doc_of)
+    if marked is not None:
+        return marked, docs[marked], frozenset(docs[marked].partitions), requests  # type: ignore[union-attr]
     while True:
         n, doc = current
         assert doc.version is not None
@@ -146,6 +149,25 @@ def find_base(
     return n, base, frozenset(seen), requests
 
 
+def _marked_base(
+    foreign: DatasetDocument,
+    order: list[int],
+    newest: DatasetDocument,
+    doc_of: Callable[[int], DatasetDocument | None],
+) -> int | None:
+    """The version the pointer kartothek read showed, from the marker parquetry puts in the
+    pointer's user metadata (kartothek keeps it verbatim): exact, where the label walk
+    cannot tell a partition kartothek deleted from one it never saw. None without a
+    usable marker (a pointer written before the marker existed, or a version expired)."""
+    shown = foreign.metadata.get(POINTER_MARKER)
+    if not isinstance(shown, int) or isinstance(shown, bool) or shown not in order:
+        return None
+    doc = doc_of(shown)
+    if doc is None or doc.version is None or not _same_incarnation(doc, newest):
+        return None
+    return shown
+
+
 def _same_incarnation(a: DatasetDocument | None, b: DatasetDocument | None) -> bool:
     if a is None or b is None or a.version is None or b.version is None:
         return False
@@ -165,7 +187,11 @@ def kartothek_diff(
         if label not in base.partitions and label not in known
     }
     removed = frozenset(base.partitions.keys() - foreign.partitions.keys())
-    metadata = {k: v for k, v in foreign.metadata.items() if base.metadata.get(k, _MISSING) != v}
+    metadata = {
+        k: v
+        for k, v in foreign.metadata.items()
+        if k != POINTER_MARKER and base.metadata.get(k, _MISSING) != v
+    }
     built = tuple(sorted(set(foreign.indices) - set(base.indices)))
     return KartothekDiff(base_number, added, removed, metadata, built)
 

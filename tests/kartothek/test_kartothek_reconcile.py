@@ -1,0 +1,102 @@
+"""Reconciling kartothek 5.3.0's writes into parquetry's history (dataset/reconcile.py):
+deletions of whole versions, evolved schemas, statistics of the files kartothek adds, and a
+dataset kartothek deleted and created again under the same uuid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from kt_checks import parquetry_rows
+from kt_harness import Kartothek
+from kt_sample_data import COLUMNS, INDEXED, PARTITION_ON, SCHEMA, sample_table
+from kt_support import canonical_records, frame, oracle, rows_of_kartothek, to_driver_scope
+
+from parquetry import Dataset
+from parquetry.store import LocalStore
+
+pytestmark = pytest.mark.kartothek
+
+UUID = "rec"
+
+
+def _rows(*tables: pa.Table) -> list[tuple[Any, ...]]:
+    return oracle([r for t in tables for r in canonical_records(t)], None, COLUMNS, SCHEMA)
+
+
+@pytest.mark.parametrize("mode", ["auto", "manual"])
+def test_kartothek_deleting_everything_the_version_it_read_added(
+    kartothek: Kartothek, tmp_path: Path, mode: str
+) -> None:
+    """kartothek reads the pointer showing version p and deletes every partition p added:
+    the deletion is applied (was: taken for kartothek having read p - 1, deletion lost)."""
+    store = LocalStore(tmp_path)
+    t0 = sample_table(12, seed=1, countries=("DE",))
+    t1 = sample_table(8, seed=2, countries=("FR",), first_id=100)
+    t2 = sample_table(8, seed=3, countries=("NL",), first_id=200)
+    ds = Dataset.create(
+        store, UUID, t0, partition_on=PARTITION_ON, secondary_indices=INDEXED, pointer_policy=mode
+    )
+    ds = ds.append(t1).checkpoint()  # the pointer shows version 1 ...
+    ds = ds.append(t2)  # ... and, under auto, then version 2
+    read, kept, gone = (1, t2, "FR") if mode == "manual" else (2, t1, "NL")
+    shown = kartothek.one(tmp_path, {"op": "read", "uuid": UUID})
+    assert rows_of_kartothek(shown, COLUMNS, SCHEMA) == (
+        _rows(t0, t1) if read == 1 else _rows(t0, t1, t2)
+    )
+    # kartothek deletes every partition of the version it read's own append.
+    kartothek.one(
+        tmp_path,
+        {
+            "op": "update",
+            "uuid": UUID,
+            "frames": [],
+            "delete_scope": to_driver_scope([{"country": gone, "year": y} for y in (2020, 2021)]),
+            "partition_on": PARTITION_ON,
+        },
+    )
+    want = _rows(t0, kept)
+    ds = Dataset.open(store, UUID)
+    if mode == "manual":
+        ds = ds.checkpoint()  # readers of a lagging pointer see kartothek's write from here
+    assert parquetry_rows(ds) == want
+    t3 = sample_table(4, seed=4, countries=("SE",), first_id=300)
+    ds = ds.append(t3).checkpoint()
+    reconciled = ds.versions()[-2]
+    assert (reconciled.operation, reconciled.parameters["base"]) == ("kartothek", str(read))
+    assert parquetry_rows(Dataset.open(store, UUID)) == _rows(t0, kept, t3)
+    got = kartothek.one(tmp_path, {"op": "read", "uuid": UUID})
+    assert rows_of_kartothek(got, COLUMNS, SCHEMA) == _rows(t0, kept, t3)
+
+
+def test_kartothek_update_on_a_lagging_pointer_keeps_newer_parquetry_rows(
+    kartothek: Kartothek, tmp_path: Path
+) -> None:
+    """The marker names the version kartothek read even when parquetry's later versions only
+    added partitions (the case the label walk had to guess): nothing of theirs is lost."""
+    store = LocalStore(tmp_path)
+    t0 = sample_table(12, seed=5, countries=("DE", "FR"))
+    ds = Dataset.create(store, UUID, t0, partition_on=PARTITION_ON, pointer_policy="manual")
+    t1 = sample_table(6, seed=6, countries=("NL",), first_id=100)
+    t2 = sample_table(6, seed=7, countries=("SE",), first_id=200)
+    ds = ds.append(t1).append(t2)  # manual: the pointer still shows version 0
+    t3 = sample_table(4, seed=8, countries=("DE",), first_id=300)
+    kartothek.one(
+        tmp_path,
+        {
+            "op": "update",
+            "uuid": UUID,
+            "frames": [frame(t3)],
+            "delete_scope": to_driver_scope([{"country": "FR"}]),
+            "partition_on": PARTITION_ON,
+        },
+    )
+    ds = Dataset.open(store, UUID).checkpoint()
+    t0_kept = t0.filter(pa.compute.not_equal(t0.column("country"), "FR"))
+    assert parquetry_rows(ds) == _rows(t0_kept, t1, t2, t3)
+    assert ds.versions()[-1].parameters["base"] == "0"
+    assert "parquetry_pointer_version" not in ds.metadata
+    inspected = kartothek.one(tmp_path, {"op": "inspect", "uuid": UUID})
+    assert inspected["metadata"]["parquetry_pointer_version"] == ds.version
