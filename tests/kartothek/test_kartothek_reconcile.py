@@ -100,3 +100,41 @@ def test_kartothek_update_on_a_lagging_pointer_keeps_newer_parquetry_rows(
     assert "parquetry_pointer_version" not in ds.metadata
     inspected = kartothek.one(tmp_path, {"op": "inspect", "uuid": UUID})
     assert inspected["metadata"]["parquetry_pointer_version"] == ds.version
+
+
+@pytest.mark.parametrize("threshold", [None, "1"])
+def test_kartothek_deletes_and_recreates_the_dataset(
+    kartothek: Kartothek, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threshold: str | None
+) -> None:
+    """kartothek's delete_dataset leaves parquetry's head and versions behind; the dataset it
+    then creates under the same uuid is a new incarnation: parquetry serves and builds on
+    it, not on its stale head (``auto``, below and above the every-commit threshold)."""
+    if threshold is not None:
+        monkeypatch.setenv("PARQUETRY_POINTER_EVERY_COMMIT_BYTES", threshold)
+    store = LocalStore(tmp_path)
+    t0 = sample_table(12, seed=9, countries=("DE", "FR"))
+    ds = Dataset.create(store, UUID, t0, partition_on=PARTITION_ON, secondary_indices=INDEXED)
+    ds = ds.append(sample_table(6, seed=10, countries=("NL",), first_id=100)).checkpoint()
+    fresh = sample_table(10, seed=11, countries=("SE", "DE"), first_id=500)
+    kartothek.run(
+        tmp_path,
+        [
+            {"op": "delete", "uuid": UUID},
+            {
+                "op": "write",
+                "uuid": UUID,
+                "frames": [frame(fresh)],
+                "partition_on": PARTITION_ON,
+                "secondary_indices": INDEXED,
+            },
+        ],
+    )
+    opened = Dataset.open(store, UUID)
+    assert parquetry_rows(opened) == _rows(fresh)
+    more = sample_table(4, seed=12, countries=("FR",), first_id=900)
+    ds = opened.append(more)
+    assert parquetry_rows(ds) == _rows(fresh, more)
+    assert parquetry_rows(Dataset.open(store, UUID)) == _rows(fresh, more)
+    ds.checkpoint()
+    got = kartothek.one(tmp_path, {"op": "read", "uuid": UUID})
+    assert rows_of_kartothek(got, COLUMNS, SCHEMA) == _rows(fresh, more)
