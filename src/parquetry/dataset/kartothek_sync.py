@@ -16,6 +16,7 @@ import contextvars
 from collections.abc import Mapping
 from typing import Any
 
+from parquetry.dataset.kartothek_adopt import adopt_recreated
 from parquetry.dataset.metadata import DatasetDocument, encode_document
 from parquetry.dataset.naming import metadata_key
 from parquetry.dataset.pointer import RECONCILE_OPERATION, effective_mode
@@ -152,7 +153,11 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
     foreign, _ = _complete_foreign(store, pointer)
     found = find_base(store, uuid, foreign, numbers, hint=_head_pointer(store, uuid).get("number"))
     if found is None:
-        return None
+        # kartothek deleted the dataset and created it again: a new incarnation, not a
+        # change to build on parquetry's (stale) head.
+        doc = _adopt(store, uuid, foreign, fmt)
+        assert doc.version is not None
+        return doc, doc.version.number, fmt
     base_number, base, known, _ = found
     newest_number, newest = _newest(store, uuid, numbers, base_number, base)
     diff = kartothek_diff(base_number, base, foreign, known)
@@ -223,6 +228,18 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
         _RECONCILING.reset(token)
     assert committed.version is not None
     return committed, committed.version.number, fmt
+
+
+def _adopt(store: Store, uuid: str, foreign: DatasetDocument, fmt: str) -> DatasetDocument:
+    try:
+        etag = store.head(metadata_key(uuid, fmt)).version or ""
+    except ParquetryError:
+        etag = ""
+    token = _RECONCILING.set(True)
+    try:
+        return adopt_recreated(store, uuid, foreign, fmt, RECONCILE_OPERATION, etag)
+    finally:
+        _RECONCILING.reset(token)
 
 
 def _already_applied(

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from parquetry.dataset.kartothek_adopt import is_recreated
 from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument
 from parquetry.dataset.naming import parse_label, parse_partition_value
 from parquetry.dataset.schema import normalise_type
@@ -84,7 +85,8 @@ def find_base(
     hint: int | None = None,
 ) -> tuple[int, DatasetDocument, frozenset[str], int] | None:
     """(number and document of the version kartothek read, labels of the versions
-    examined, GETs used), or None when the dataset has no parquetry version.
+    examined, GETs used), or None when the dataset has no parquetry version or kartothek
+    created it again after the newest (``kartothek_adopt.is_recreated``).
 
     ``numbers``: the retained version numbers (ascending). ``hint``: the newest version
     the pointer can have shown (the last pointer parquetry wrote, format 2's head); the
@@ -122,11 +124,13 @@ def find_base(
 
     versions = walk()
     current = next(versions, None)
-    if current is None:
-        return None
+    if current is None or is_recreated(foreign, current[1]):
+        return None  # no parquetry version, or kartothek created the dataset again
     marked = _marked_base(foreign, order, current[1], doc_of)
     if marked is not None:
-        return marked, docs[marked], frozenset(docs[marked].partitions), requests  # type: ignore[union-attr]
+        shown = doc_of(marked)
+        assert shown is not None
+        return marked, shown, frozenset(shown.partitions), requests
     while True:
         n, doc = current
         assert doc.version is not None
