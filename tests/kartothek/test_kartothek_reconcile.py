@@ -139,8 +139,46 @@ def test_kartothek_deletes_and_recreates_the_dataset(
     ds = opened.append(more)
     assert [(v.operation, v.parent) for v in ds.versions()] == [("kartothek", None), ("append", 2)]
     assert ds.versions()[0].parameters["recreated"] == "true"
+    assert all(ds._doc.files[lb].stats["id"][0] is not None for lb in ds._doc.partitions)
     assert parquetry_rows(ds) == _rows(fresh, more)
     assert parquetry_rows(Dataset.open(store, UUID)) == _rows(fresh, more)
     ds.checkpoint()
     got = kartothek.one(tmp_path, {"op": "read", "uuid": UUID})
     assert rows_of_kartothek(got, COLUMNS, SCHEMA) == _rows(fresh, more)
+
+
+def test_files_kartothek_adds_get_statistics(kartothek: Kartothek, tmp_path: Path) -> None:
+    """A reconciled kartothek append records min/max/nulls from each file's footer, equal
+    to what parquetry computes from the file's rows, so planning prunes those files."""
+    import pyarrow.parquet as pq
+
+    from parquetry.dataset.stats import compute_stats
+
+    store = LocalStore(tmp_path)
+    t0 = sample_table(12, seed=13, countries=("DE",))
+    Dataset.create(store, UUID, t0, partition_on=PARTITION_ON)
+    t1 = sample_table(16, seed=14, countries=("FR", "NL"), first_id=1000)
+    kartothek.one(
+        tmp_path,
+        {"op": "update", "uuid": UUID, "frames": [frame(t1)], "partition_on": PARTITION_ON},
+    )
+    ds = Dataset.open(store, UUID).checkpoint()
+    assert ds.versions()[-1].operation == "kartothek"
+    doc = ds._doc
+    theirs = sorted(set(doc.partitions) - {lb for lb in doc.partitions if "DE" in lb})
+    assert len(theirs) == 4
+    for label in theirs:
+        key = doc.partitions[label]["table"]
+        info = doc.files[label]
+        got = pq.read_table(tmp_path / key)
+        want = compute_stats(got.select([c for c in got.column_names if c in SCHEMA.names]))
+        assert info.rows == got.num_rows
+        for col in ("id", "customer", "day", "ts", "flag", "name", "small"):
+            assert info.stats[col] == want[col], (label, col)
+        assert info.stats["amount"][2] == want["amount"][2], "floats: null count only"
+    # Pruned by statistics: ids of t1 live only in kartothek's files, one cell each.
+    plan = ds.plan([[("id", ">=", 1000)]])
+    assert sorted(f.label for f in plan.files) == theirs
+    first = t1.column("id").to_pylist()[0]
+    assert len(ds.plan([[("id", "==", first)]]).files) == 1
+    assert parquetry_rows(ds, [[("id", ">=", 1000)]]) == _rows(t1)

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquetry.dataset.kartothek_adopt import is_recreated
+from parquetry.dataset.kartothek_adopt import footer_stats, is_recreated
 from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument
 from parquetry.dataset.naming import parse_label, parse_partition_value
 from parquetry.dataset.schema import normalise_type
@@ -239,7 +239,11 @@ def added_files(
         label, key = item
         size = store.head(key).size
         try:
-            rows = pq.ParquetFile(store.open(key, size=size)).metadata.num_rows
+            # The footer (one ranged GET of the tail) gives the rows and the statistics
+            # planning prunes by, as for parquetry's own writes.
+            footer = pq.ParquetFile(store.open(key, size=size)).metadata
+            rows = footer.num_rows
+            stats = footer_stats(footer, schema)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise MetadataCorrupted(
                 f"{key}: a data file kartothek added is not readable Parquet: {exc}", key=key
@@ -262,6 +266,7 @@ def added_files(
             partition=partition,
             rows=rows,
             size=size,
+            stats=stats,
             index_values=values,
         )
 
