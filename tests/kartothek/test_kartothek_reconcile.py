@@ -182,3 +182,46 @@ def test_files_kartothek_adds_get_statistics(kartothek: Kartothek, tmp_path: Pat
     first = t1.column("id").to_pylist()[0]
     assert len(ds.plan([[("id", "==", first)]]).files) == 1
     assert parquetry_rows(ds, [[("id", ">=", 1000)]]) == _rows(t1)
+
+
+def test_kartothek_schema_changes_are_merged(kartothek: Kartothek, tmp_path: Path) -> None:
+    """kartothek accepts an update that widens an int32 column and types a column parquetry
+    only saw as nulls, and rewrites ``_common_metadata``: parquetry reads, commits and
+    keeps both (was: its own schema, so kartothek's wide value failed to read and its
+    strings were lost)."""
+    import pyarrow.parquet as pq
+
+    store = LocalStore(tmp_path)
+    t0 = pa.table(
+        {"p": ["a", "b"], "n": pa.array([1, 2], pa.int32()), "z": pa.array([None, None], pa.null())}
+    )
+    Dataset.create(store, "ev", t0, partition_on=["p"])
+    kartothek.one(
+        tmp_path,
+        {
+            "op": "update",
+            "uuid": "ev",
+            "frames": [
+                {
+                    "schema": [["p", "string"], ["n", "int64"], ["z", "string"]],
+                    "rows": [["c", 2**40, "hello"]],
+                }
+            ],
+            "partition_on": ["p"],
+        },
+    )
+    want = [("a", 1, None), ("b", 2, None), ("c", 2**40, "hello")]
+
+    def rows(ds: Dataset) -> list[tuple[Any, ...]]:
+        return sorted(tuple(r.values()) for r in ds.read(columns=["p", "n", "z"]).to_pylist())
+
+    read = Dataset.open(store, "ev")
+    assert (read.schema.field("n").type, read.schema.field("z").type) == (pa.int64(), pa.string())
+    assert rows(read) == want
+    ds = read.append(pa.table({"p": ["d"], "n": [7], "z": ["x"]}))
+    assert [v.operation for v in ds.versions()] == ["create", "kartothek", "append"]
+    assert rows(Dataset.open(store, "ev")) == [*want, ("d", 7, "x")]
+    common = pq.read_schema(tmp_path / "ev" / "table" / "_common_metadata")
+    assert (common.field("n").type, common.field("z").type) == (pa.int64(), pa.string())
+    got = kartothek.one(tmp_path, {"op": "read", "uuid": "ev", "columns": ["p", "n", "z"]})
+    assert sorted(tuple(r) for r in got["rows"]) == [*want, ("d", 7, "x")]

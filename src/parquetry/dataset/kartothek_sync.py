@@ -27,6 +27,7 @@ from parquetry.dataset.reconcile import (
     kartothek_diff,
     kartothek_indices,
     reconciled_doc,
+    reconciled_schema,
 )
 from parquetry.dataset.versions import LoadedState, list_version_numbers, read_pointer
 from parquetry.dataset.write import FileDescription
@@ -166,6 +167,8 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
         # again by every commit.
         doc, number, _ = _publish(store, uuid, newest, newest_number, fmt)
         return doc, number, fmt
+    assert newest.schema is not None
+    reconciled_schema(newest.schema, foreign)  # refuses an unmergeable schema up front
     files = added_files(store, newest, base, foreign, diff)
     try:
         etag = store.head(metadata_key(uuid, fmt)).version or ""
@@ -200,7 +203,7 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
             parent=number - 1,
             committed_at=now_iso(),
             operation=RECONCILE_OPERATION,
-            schema=current.schema,
+            schema=reconciled_schema(current.schema, foreign),
             add=files,
             remove=set(diff.removed) & current.partitions.keys(),
             metadata=diff.metadata,
@@ -227,6 +230,10 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
     finally:
         _RECONCILING.reset(token)
     assert committed.version is not None
+    if committed.schema is not None and not committed.schema.equals(newest.schema):
+        from parquetry.dataset.transact import follow_schema
+
+        follow_schema(store, committed)  # kartothek's columns and widenings, in our form
     return committed, committed.version.number, fmt
 
 

@@ -45,11 +45,12 @@ from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument
 from parquetry.dataset.naming import parse_label, parse_partition_value
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import DatasetNotFound, MetadataCorrupted
+from parquetry.errors import DatasetNotFound, MetadataCorrupted, SchemaMismatch
 from parquetry.store import Store
 
 __all__ = [
     "KartothekDiff",
+    "reconciled_schema",
     "added_files",
     "find_base",
     "kartothek_diff",
@@ -333,6 +334,31 @@ def _reconciled_states(
     return out
 
 
+def reconciled_schema(ours: pa.Schema, foreign: DatasetDocument) -> pa.Schema:
+    """``ours`` with the columns kartothek's ``_common_metadata`` adds and the types it
+    widens losslessly, by ``merge_schema``'s rules (``dataset/evolve.py``).
+
+    Raises:
+        SchemaMismatch: kartothek's schema differs otherwise (a column of another kind);
+            the message names each column and the schema file. Nothing is committed.
+    """
+    from parquetry.dataset.evolve import resolve_write_schema
+    from parquetry.dataset.naming import common_metadata_key
+
+    theirs = foreign.schema
+    if theirs is None or theirs.remove_metadata().equals(ours.remove_metadata()):
+        return ours
+    key = common_metadata_key(foreign.uuid, foreign.tables[0])
+    try:
+        merged = resolve_write_schema(foreign.uuid, ours, theirs.remove_metadata(), merge=True)
+    except SchemaMismatch as exc:
+        raise SchemaMismatch(
+            f"kartothek wrote the schema {key} that parquetry cannot merge into dataset "
+            f"{foreign.uuid!r} (only added columns and lossless widenings are taken): {exc}"
+        ) from None
+    return merged.with_metadata(ours.metadata) if ours.metadata else merged
+
+
 def reconciled_doc(
     base: DatasetDocument,
     foreign: DatasetDocument,
@@ -373,6 +399,7 @@ def reconciled_doc(
         indices = dict.fromkeys(states, PLACEHOLDER)
         footers = {}
     return base.evolve(
+        schema=reconciled_schema(base.schema, foreign) if base.schema is not None else None,
         partitions=partitions,
         files=base.files.changed(set(diff.removed), {}),
         indices=indices,
