@@ -192,7 +192,10 @@ class IntentRecordingStore(WrapperStore):
     def _put(
         self, key: str, data: bytes | memoryview, mode: PutMode, expected: str | None
     ) -> ObjectMeta:
-        if key.startswith(self._claim.uuid + "/"):
+        # Index pieces are content-addressed: an attempt may write (or find) the very piece a
+        # committed version references, so a failed or lost attempt must not delete it;
+        # unreferenced ones are garbage collection's (``dataset/gc.py``).
+        if key.startswith(self._claim.uuid + "/") and "/_indices/" not in key:
             self._claim.note(key)
         return super()._put(key, data, mode, expected)
 
