@@ -1,4 +1,9 @@
-"""Adopting what kartothek wrote: statistics of its files, and a dataset it created again.
+"""Adopting what kartothek wrote: its schema, statistics of its files, a dataset it created
+again.
+
+kartothek 5.3.0 accepts updates whose frames widen a column or type one it saw only as
+nulls, and rewrites ``_common_metadata``: :func:`reconciled_schema` merges that schema
+into parquetry's by ``merge_schema``'s rules, or refuses naming the column.
 
 kartothek 5.3.0 records no per-file statistics; parquetry plans by min/max, so the files a
 reconcile adopts get them from their Parquet footers (:func:`footer_stats`: the footer is
@@ -27,10 +32,10 @@ import pyarrow.parquet as pq
 from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument, FileInfo, VersionInfo
 from parquetry.dataset.naming import incarnation_key
 from parquetry.dataset.stats import ColumnStats, encode_value
-from parquetry.errors import ParquetryError
+from parquetry.errors import ParquetryError, SchemaMismatch
 from parquetry.store import PutMode, Store
 
-__all__ = ["adopt_recreated", "footer_stats", "is_recreated"]
+__all__ = ["adopt_recreated", "footer_stats", "is_recreated", "reconciled_schema"]
 
 
 def _stat_type(t: pa.DataType) -> bool:
@@ -110,6 +115,31 @@ def footer_stats(md: pq.FileMetaData, schema: pa.Schema) -> dict[str, ColumnStat
         else:
             out[name] = [None, None, nulls]
     return out
+
+
+def reconciled_schema(ours: pa.Schema, foreign: DatasetDocument) -> pa.Schema:
+    """``ours`` with the columns kartothek's ``_common_metadata`` adds and the types it
+    widens losslessly, by ``merge_schema``'s rules (``dataset/evolve.py``).
+
+    Raises:
+        SchemaMismatch: kartothek's schema differs otherwise (a column of another kind);
+            the message names each column and the schema file. Nothing is committed.
+    """
+    from parquetry.dataset.evolve import resolve_write_schema
+    from parquetry.dataset.naming import common_metadata_key
+
+    theirs = foreign.schema
+    if theirs is None or theirs.remove_metadata().equals(ours.remove_metadata()):
+        return ours
+    key = common_metadata_key(foreign.uuid, foreign.tables[0])
+    try:
+        merged = resolve_write_schema(foreign.uuid, ours, theirs.remove_metadata(), merge=True)
+    except SchemaMismatch as exc:
+        raise SchemaMismatch(
+            f"kartothek wrote the schema {key} that parquetry cannot merge into dataset "
+            f"{foreign.uuid!r} (only added columns and lossless widenings are taken): {exc}"
+        ) from None
+    return merged.with_metadata(ours.metadata) if ours.metadata else merged
 
 
 def is_recreated(foreign: DatasetDocument, newest: DatasetDocument) -> bool:

@@ -16,7 +16,7 @@ import contextvars
 from collections.abc import Mapping
 from typing import Any
 
-from parquetry.dataset.kartothek_adopt import adopt_recreated
+from parquetry.dataset.kartothek_adopt import adopt_recreated, reconciled_schema
 from parquetry.dataset.metadata import DatasetDocument, encode_document
 from parquetry.dataset.naming import metadata_key
 from parquetry.dataset.pointer import RECONCILE_OPERATION, effective_mode
@@ -27,7 +27,6 @@ from parquetry.dataset.reconcile import (
     kartothek_diff,
     kartothek_indices,
     reconciled_doc,
-    reconciled_schema,
 )
 from parquetry.dataset.versions import LoadedState, list_version_numbers, read_pointer
 from parquetry.dataset.write import FileDescription

@@ -6,23 +6,26 @@ version ``p`` while parquetry had committed ``p+1 .. n`` since (the pointer lags
 ``auto`` and ``manual`` policies, or a slow kartothek job read it long ago), adopting that
 document wholesale would drop every row parquetry committed after ``p``. Instead:
 
-1. **Base.** The version ``p`` kartothek read is found from the labels: kartothek keeps
-   the entries of untouched partitions verbatim and names new partitions with fresh uuids.
-   Starting from the newest version the pointer can have shown (the newest version, or
-   the last pointer parquetry wrote when that is recorded) and going back: a version that
-   added a partition the foreign document holds is ``p`` (kartothek cannot know a
-   partition of a version it did not read); a version that added nothing and removed
-   nothing the foreign document still holds is taken as ``p``; a version whose additions
-   are all missing from the foreign document came after ``p`` (kartothek never saw them),
-   so the walk goes on. One case is ambiguous: kartothek deleting *every* partition the
-   version it read had added looks like kartothek having read the version before; the
-   walk then goes on and kartothek's deletion of those partitions is not applied (their
-   rows stay: nothing is lost, a deletion is missed). A walk reaching the creation (or the
-   oldest retained version) stops there: kartothek replaced every partition it saw
-   (``overwrite``), and the partitions parquetry committed later stay.
+1. **Base.** Every pointer parquetry writes carries, in its user metadata, the number of
+   the version it shows (``metadata.POINTER_MARKER``); kartothek keeps user metadata
+   verbatim, so its document names the version ``p`` it read exactly. Without the marker
+   (a pointer written before it existed, or metadata kartothek's user replaced), ``p`` is
+   found from the labels: kartothek keeps the entries of untouched partitions verbatim and
+   names new partitions with fresh uuids. Starting from the newest version the pointer can
+   have shown and going back: a version that added a partition the foreign document holds
+   is ``p``; a version that added nothing and removed nothing the foreign document still
+   holds is taken as ``p``; a version whose additions are all missing from the foreign
+   document came after ``p``, so the walk goes on (ambiguous only when kartothek deleted
+   *every* partition of the version it read: that deletion is then missed, nothing is
+   lost). A walk reaching the creation stops there: kartothek replaced every partition it
+   saw, and the partitions parquetry committed later stay. A document with neither the
+   marker nor the newest version's ``creation_time`` is a dataset kartothek created again
+   after deleting it (``kartothek_adopt``): there is no base.
 2. **Diff** against ``p``: labels added (with their files and, from kartothek's index files,
    their index values), labels removed, user metadata keys changed, index columns
-   kartothek built (``build_dataset_indices``).
+   kartothek built (``build_dataset_indices``), and the schema of kartothek's
+   ``_common_metadata`` merged by ``merge_schema``'s rules (``kartothek_adopt.reconciled_schema``).
+   Files kartothek added get statistics from their footers.
 3. **Re-apply** on the newest version ``n`` as one commit with operation ``"kartothek"``:
    removed labels that a later parquetry commit already removed are skipped (no conflict),
    parquetry's partitions added after ``p`` stay even when kartothek's ``delete_scope``
@@ -40,17 +43,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquetry.dataset.kartothek_adopt import footer_stats, is_recreated
+from parquetry.dataset.kartothek_adopt import footer_stats, is_recreated, reconciled_schema
 from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument
 from parquetry.dataset.naming import parse_label, parse_partition_value
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import DatasetNotFound, MetadataCorrupted, SchemaMismatch
+from parquetry.errors import DatasetNotFound, MetadataCorrupted
 from parquetry.store import Store
 
 __all__ = [
     "KartothekDiff",
-    "reconciled_schema",
     "added_files",
     "find_base",
     "kartothek_diff",
@@ -332,31 +334,6 @@ def _reconciled_states(
                 t = normalise_type(base.schema.field(col).type)
                 out[col] = IndexState.legacy(store, col, ref, None, t)
     return out
-
-
-def reconciled_schema(ours: pa.Schema, foreign: DatasetDocument) -> pa.Schema:
-    """``ours`` with the columns kartothek's ``_common_metadata`` adds and the types it
-    widens losslessly, by ``merge_schema``'s rules (``dataset/evolve.py``).
-
-    Raises:
-        SchemaMismatch: kartothek's schema differs otherwise (a column of another kind);
-            the message names each column and the schema file. Nothing is committed.
-    """
-    from parquetry.dataset.evolve import resolve_write_schema
-    from parquetry.dataset.naming import common_metadata_key
-
-    theirs = foreign.schema
-    if theirs is None or theirs.remove_metadata().equals(ours.remove_metadata()):
-        return ours
-    key = common_metadata_key(foreign.uuid, foreign.tables[0])
-    try:
-        merged = resolve_write_schema(foreign.uuid, ours, theirs.remove_metadata(), merge=True)
-    except SchemaMismatch as exc:
-        raise SchemaMismatch(
-            f"kartothek wrote the schema {key} that parquetry cannot merge into dataset "
-            f"{foreign.uuid!r} (only added columns and lossless widenings are taken): {exc}"
-        ) from None
-    return merged.with_metadata(ours.metadata) if ours.metadata else merged
 
 
 def reconciled_doc(
