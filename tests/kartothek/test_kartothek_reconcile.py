@@ -225,3 +225,21 @@ def test_kartothek_schema_changes_are_merged(kartothek: Kartothek, tmp_path: Pat
     assert (common.field("n").type, common.field("z").type) == (pa.int64(), pa.string())
     got = kartothek.one(tmp_path, {"op": "read", "uuid": "ev", "columns": ["p", "n", "z"]})
     assert sorted(tuple(r) for r in got["rows"]) == [*want, ("d", 7, "x")]
+
+
+def test_kartothek_delete_dataset_is_not_served_from_the_stale_head(
+    kartothek: Kartothek, tmp_path: Path
+) -> None:
+    """After kartothek's delete_dataset (parquetry's head and versions stay behind) an open
+    under ``auto`` fails with DatasetNotFound instead of serving files that are gone."""
+    from parquetry.errors import DatasetNotFound
+
+    store = LocalStore(tmp_path)
+    Dataset.create(
+        store, UUID, sample_table(6, seed=15, countries=("DE",)), partition_on=PARTITION_ON
+    )
+    kartothek.one(tmp_path, {"op": "delete", "uuid": UUID})
+    assert (tmp_path / UUID / "_head.json").exists()
+    assert not Dataset.exists(store, UUID)
+    with pytest.raises(DatasetNotFound, match="deleted"):
+        Dataset.open(store, UUID)

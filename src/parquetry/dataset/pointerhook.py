@@ -13,7 +13,13 @@ from typing import Any
 
 from parquetry.dataset.metadata import DatasetDocument, decode_document
 from parquetry.dataset.naming import metadata_key
-from parquetry.errors import MetadataCorrupted, NotFound, ParquetryError, PointerCorruptedWarning
+from parquetry.errors import (
+    DatasetNotFound,
+    MetadataCorrupted,
+    NotFound,
+    ParquetryError,
+    PointerCorruptedWarning,
+)
 from parquetry.store import Store
 
 __all__ = ["foreign_pointer"]
@@ -48,7 +54,13 @@ def foreign_pointer(
         requests += 1
         doc = decode_document(store.get(key), fmt, key=key)
     except NotFound:
-        return None, requests
+        if not any(store.exists(metadata_key(uuid, f)) for f in ("json", "msgpack.zstd")):
+            # parquetry wrote a pointer and it is gone: the dataset was deleted (kartothek's
+            # delete_dataset leaves parquetry's head behind); do not serve that head.
+            raise DatasetNotFound(
+                f"dataset {uuid!r} was deleted: its metadata file {key} is gone", key=key
+            ) from None
+        return None, requests + 2
     except MetadataCorrupted as exc:
         warnings.warn(
             PointerCorruptedWarning(
