@@ -227,19 +227,28 @@ def test_kartothek_schema_changes_are_merged(kartothek: Kartothek, tmp_path: Pat
     assert sorted(tuple(r) for r in got["rows"]) == [*want, ("d", 7, "x")]
 
 
+@pytest.mark.parametrize("mode", ["auto", "manual"])
 def test_kartothek_delete_dataset_is_not_served_from_the_stale_head(
-    kartothek: Kartothek, tmp_path: Path
+    kartothek: Kartothek, tmp_path: Path, mode: str
 ) -> None:
     """After kartothek's delete_dataset (parquetry's head and versions stay behind) an open
-    under ``auto`` fails with DatasetNotFound instead of serving files that are gone."""
+    under ``auto`` fails with DatasetNotFound instead of serving files that are gone, and
+    a commit on a state read before fails instead of resurrecting it (any setting)."""
     from parquetry.errors import DatasetNotFound
 
     store = LocalStore(tmp_path)
     Dataset.create(
         store, UUID, sample_table(6, seed=15, countries=("DE",)), partition_on=PARTITION_ON
     )
+    before = Dataset.open(store, UUID)
+    if mode == "manual":
+        before = before.set_pointer_policy("manual").checkpoint()
     kartothek.one(tmp_path, {"op": "delete", "uuid": UUID})
     assert (tmp_path / UUID / "_head.json").exists()
     assert not Dataset.exists(store, UUID)
+    if mode == "auto":
+        with pytest.raises(DatasetNotFound, match="deleted"):
+            Dataset.open(store, UUID)
     with pytest.raises(DatasetNotFound, match="deleted"):
-        Dataset.open(store, UUID)
+        before.append(sample_table(2, seed=16, countries=("FR",), first_id=50))
+    assert not Dataset.exists(store, UUID)

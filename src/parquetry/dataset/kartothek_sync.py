@@ -30,7 +30,7 @@ from parquetry.dataset.reconcile import (
 )
 from parquetry.dataset.versions import LoadedState, list_version_numbers, read_pointer
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import MetadataCorrupted, ParquetryError
+from parquetry.errors import DatasetNotFound, MetadataCorrupted, NotFound, ParquetryError
 from parquetry.store import Store
 
 __all__ = ["checkpoint", "foreign_state", "kartothek_wrote", "reconcile"]
@@ -121,8 +121,18 @@ def kartothek_wrote(store: Store, uuid: str, base: DatasetDocument) -> bool:
         if not json_beside and store.head(metadata_key(uuid, fmt)).version == etag:
             return False
         pointer, _, _ = read_pointer(store, uuid)
+    except NotFound:
+        if any(store.exists(metadata_key(uuid, f)) for f in ("json", "msgpack.zstd")):
+            return False
+        # parquetry wrote a pointer and it is gone: deleted (kartothek's delete_dataset
+        # leaves parquetry's head and versions); building on them would resurrect a
+        # dataset whose files are gone.
+        raise DatasetNotFound(
+            f"dataset {uuid!r} was deleted: its metadata file is gone; nothing is committed",
+            key=metadata_key(uuid, fmt),
+        ) from None
     except ParquetryError:
-        return False  # missing or unreadable: nothing of kartothek's to keep
+        return False  # unreadable: nothing of kartothek's to keep
     return pointer.version is None
 
 
