@@ -234,7 +234,7 @@ def test_kartothek_delete_dataset_is_not_served_from_the_stale_head(
     """After kartothek's delete_dataset (parquetry's head and versions stay behind) an open
     under ``auto`` fails with DatasetNotFound instead of serving files that are gone, and
     a commit on a state read before fails instead of resurrecting it (any setting)."""
-    from parquetry.errors import DatasetNotFound
+    from parquetry.errors import DatasetDeleted, DatasetNotFound
 
     store = LocalStore(tmp_path)
     Dataset.create(
@@ -249,6 +249,6 @@ def test_kartothek_delete_dataset_is_not_served_from_the_stale_head(
     if mode == "auto":
         with pytest.raises(DatasetNotFound, match="deleted"):
             Dataset.open(store, UUID)
-    with pytest.raises(DatasetNotFound, match="deleted"):
+    with pytest.raises(DatasetDeleted, match="deleted"):
         before.append(sample_table(2, seed=16, countries=("FR",), first_id=50))
     assert not Dataset.exists(store, UUID)

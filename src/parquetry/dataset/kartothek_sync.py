@@ -30,7 +30,7 @@ from parquetry.dataset.reconcile import (
 )
 from parquetry.dataset.versions import LoadedState, list_version_numbers, read_pointer
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import DatasetNotFound, MetadataCorrupted, NotFound, ParquetryError
+from parquetry.errors import DatasetDeleted, MetadataCorrupted, NotFound, ParquetryError
 from parquetry.store import Store
 
 __all__ = ["checkpoint", "foreign_state", "kartothek_wrote", "reconcile"]
@@ -127,7 +127,7 @@ def kartothek_wrote(store: Store, uuid: str, base: DatasetDocument) -> bool:
         # parquetry wrote a pointer and it is gone: deleted (kartothek's delete_dataset
         # leaves parquetry's head and versions); building on them would resurrect a
         # dataset whose files are gone.
-        raise DatasetNotFound(
+        raise DatasetDeleted(
             f"dataset {uuid!r} was deleted: its metadata file is gone; nothing is committed",
             key=metadata_key(uuid, fmt),
         ) from None
