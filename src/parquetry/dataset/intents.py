@@ -182,7 +182,9 @@ class IntentRecordingStore(WrapperStore):
     Index files exist only within one commit attempt (written at the end of ``make``, a
     moment before the commit point), so they need no intent: GC's sweep never deletes an
     index file younger than :data:`DEFAULT_LEASE`, and nothing else deletes unreferenced
-    files without intents. The claim deletes those of lost attempts when it is released.
+    files without intents. The claim deletes those of lost attempts when it is released,
+    except content-addressed index pieces (``_indices/``): one may be a committed
+    version's, so unreferenced ones are left to GC.
     """
 
     def __init__(self, inner: Store, claim: Claim):
