@@ -9,6 +9,8 @@ import uuid as uuid_module
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from parquetry import Dataset
 from parquetry.dataset import write_files
@@ -115,3 +117,78 @@ def test_gc_collects_pieces_of_an_index_only_expired_versions_had() -> None:
     assert _pieces(store, "g") == set(), "pieces only expired versions referenced"
     ids = sorted(Dataset.open(store, "g").read().column("id").to_pylist())
     assert ids == [0, 1, 2, 3, 4, 100, 101, 102]
+
+
+def _named(store: Store, uuid: str) -> set[str]:
+    """Pieces something retained names: a retained version's state, a checkpoint root."""
+    from parquetry.dataset.checkpoint import checkpoint_key, decode_root, list_checkpoints
+    from parquetry.dataset.gc import referenced_keys
+    from parquetry.dataset.indexwire import root_piece_keys
+    from parquetry.dataset.versions import load_version
+
+    keys: set[str] = set()
+    for v in Dataset.open(store, uuid).versions():
+        keys |= referenced_keys(load_version(store, uuid, v.number))
+    for c in list_checkpoints(store, uuid):
+        key = checkpoint_key(uuid, c)
+        keys |= root_piece_keys(decode_root(store.get(key), key).get("indices"))
+    return {k for k in keys if "/_indices/" in k}
+
+
+OPS = st.lists(
+    st.sampled_from(["append", "checkpoint", "rebuild", "overwrite", "reindex", "gc"]),
+    min_size=2,
+    max_size=6,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OPS)
+def test_pieces_property(ops: list[str]) -> None:
+    """Any sequence of appends (600-pair deltas: the checkpoint writes them as pieces),
+    checkpoints, rebuilds (on a stale version too), overwrites dropping the index, index
+    builds and GCs: every retained version answers index lookups like a full scan (no
+    piece a committed version names is ever deleted), and after a GC past every lease no
+    piece is left that nothing retained names."""
+    store = MemoryStore(uuid_module.uuid4().hex)
+    Dataset.create(store, "g", _table(0, 600), partition_on=["p"], secondary_indices=["id"])
+    nxt = 600
+    for op in ops:
+        ds = Dataset.open(store, "g")
+        if op == "append":
+            ds.append(_table(nxt, 600))
+            nxt += 600
+        elif op == "checkpoint":
+            ds.checkpoint()
+        elif op == "rebuild" and ds.secondary_indices:
+            stale = Dataset.open(store, "g")
+            ds.append(_table(nxt, 3))  # the rebuild loses a race and retries
+            nxt += 3
+            stale.build_index("id")
+        elif op == "overwrite":
+            fresh = _table(nxt, 5)
+            nxt += 5
+            files = write_files(store, "g", fresh, partition_on=["p"])
+            Dataset.commit_files(
+                store,
+                "g",
+                files,
+                mode="overwrite",
+                schema=fresh.schema,
+                partition_on=["p"],
+                overwrite_schema=True,
+            )
+        elif op == "reindex" and not ds.secondary_indices:
+            ds.build_index("id")
+        elif op == "gc":
+            # At once (the newest pieces are young), then past every lease.
+            garbage_collect(store, "g", retention=dt.timedelta(0))
+            later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
+            garbage_collect(store, "g", retention=dt.timedelta(0), now=later)
+            assert _pieces(store, "g") <= _named(store, "g"), "unnamed pieces left"
+        for v in Dataset.open(store, "g").versions():
+            old = Dataset.open(store, "g", version=v.number)
+            ids = old.read().column("id").to_pylist()
+            for x in (ids[0], ids[-1], -1):
+                got = old.read(predicates=[[("id", "==", x)]]).column("id").to_pylist()
+                assert got == [i for i in ids if i == x], (op, v.number, x)
