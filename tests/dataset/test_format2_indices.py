@@ -140,8 +140,11 @@ def test_gc_keeps_pieces_of_retained_versions_and_collects_the_others() -> None:
     assert {m.key for m in store.list("gx/indices")} == named
 
 
-def test_a_failed_commit_leaves_no_index_piece() -> None:
-    """A delta written as a piece before the commit point goes with a commit that fails."""
+def test_a_failed_commit_leaves_its_index_piece_to_gc() -> None:
+    """A delta written as a piece before the commit point stays when the commit fails (a
+    piece is content-addressed: the same key may be a committed version's, see
+    test_gc_pieces.py); no version names it, and GC deletes it once the lease is over."""
+    import datetime as dt
     from typing import ClassVar
 
     import pytest
@@ -170,7 +173,15 @@ def test_a_failed_commit_leaves_no_index_piece() -> None:
     with pytest.raises(CommitConflict):
         Dataset.open(racing, "fx").update(_rows(100, 12_000, 1), delete_scope=[{"p": 0}])
     assert racing.pieces  # the 12,000-pair delta was written as a piece ...
-    assert list(store.list("fx/_indices")) == []  # ... and deleted with the failed commit
+    assert {m.key for m in store.list("fx/_indices")} == set(racing.pieces)  # ... left
+    _check_lookups(Dataset.open(store, "fx"), [-1, 0, 100])
+    from parquetry.dataset.gc import garbage_collect
+
+    garbage_collect(store, "fx", retention=dt.timedelta(days=1))
+    assert {m.key for m in store.list("fx/_indices")} == set(racing.pieces), "young: kept"
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
+    garbage_collect(store, "fx", retention=dt.timedelta(days=1), now=later)
+    assert list(store.list("fx/_indices")) == [], "... and collected by GC"
     _check_lookups(Dataset.open(store, "fx"), [-1, 0, 100])
 
 

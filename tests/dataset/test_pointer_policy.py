@@ -105,7 +105,11 @@ def test_policy_is_a_setting_kartothek_users_do_not_see(tmp_path: Path) -> None:
     assert ds.checkpoint().version == ds.version
     pointer = _pointer(store)
     assert pointer["parquetry"]["version"]["number"] == ds.version
-    assert "pointer" not in json.dumps(pointer["metadata"])
+    # The setting is not in kartothek's user metadata; only the marker of the version the
+    # pointer shows is (dataset/reconcile.py uses it to find the version kartothek read).
+    assert "manual" not in json.dumps(pointer["metadata"])
+    assert pointer["metadata"]["parquetry_pointer_version"] == ds.version
+    assert "parquetry_pointer_version" not in ds.metadata
     assert pointer["parquetry"]["settings"] == {"pointer": "manual"}
     with pytest.raises(InvalidArgument, match="pointer policy"):
         Dataset.create(store, "other", _table(range(2), "DE"), pointer_policy="often")
@@ -268,3 +272,26 @@ def test_concurrent_writers_reconcile_kartothek_once(tmp_path: Path) -> None:
     operations = [v.operation for v in newest.versions()]
     assert operations.count("kartothek") == 1, operations
     assert _ids(newest) == [0, 1, 2, 3, 4, 5, 100, 101, 102, 103]
+
+
+def test_kartothek_schema_parquetry_cannot_merge_is_refused(tmp_path: Path) -> None:
+    """A ``_common_metadata`` kartothek rewrote with a column of another kind: reading and
+    committing fail naming the column and the schema file; nothing is committed."""
+    import pyarrow.parquet as pq
+
+    from parquetry.dataset.naming import common_metadata_key
+    from parquetry.errors import SchemaMismatch
+
+    store = LocalStore(tmp_path)
+    ds = Dataset.create(store, UUID, _table(range(4), "DE"), partition_on=["country"])
+    ds = ds.append(_table(range(4, 6), "FR"))
+    de = sorted(_pointer(store)["partitions"])[0]
+    _imitate_kartothek(store, tmp_path, _pointer(store), drop=de, add_from=de)
+    key = common_metadata_key(UUID, "table")
+    theirs = pa.schema([("id", pa.string()), ("country", pa.string()), ("customer", pa.int64())])
+    pq.write_metadata(theirs, tmp_path / key)
+    with pytest.raises(SchemaMismatch, match=r"(?s)_common_metadata.*'id'"):
+        Dataset.open(store, UUID)
+    with pytest.raises(SchemaMismatch, match=r"(?s)_common_metadata.*'id'"):
+        ds.append(_table(range(9, 10), "NL"))
+    assert [v.operation for v in ds.versions()] == ["create", "append"]

@@ -132,10 +132,13 @@ def _keys_of_range(store: Store, uuid: str, vs: dict[int, Version], numbers: lis
 
 def _keep_chains(
     store: Store, uuid: str, vs: dict[int, Version], retained: list[int], expired: list[int]
-) -> set[str]:
+) -> tuple[set[str], set[str]]:
     """Before expired entries become tombstones: make sure the oldest retained version does
-    not need them (write its checkpoint if its chain runs through them). Returns the
-    checkpoint and segment keys retained versions need."""
+    not need them (write its checkpoint if its chain runs through them). Returns (the
+    checkpoint, segment and index piece keys retained versions need, the index pieces the
+    older checkpoints reference: pieces a checkpoint merged are named by no entry, so
+    this is how those of expired versions are found, e.g. of an index an overwrite
+    dropped)."""
     from parquetry.dataset.checkpoint import checkpoint_key, list_checkpoints, write_checkpoint
 
     checkpoints = list_checkpoints(store, uuid)
@@ -151,17 +154,19 @@ def _keep_chains(
     else:
         c0 = max(checkpoints, default=-1)
     keep = {checkpoint_key(uuid, c) for c in checkpoints if c >= c0}
+    old_pieces: set[str] = set()
     for c in checkpoints:
-        if c < c0:
-            continue
         key = checkpoint_key(uuid, c)
         try:
             root = decode_root(store.get(key), key)
         except (NotFound, MetadataCorrupted):
             continue
+        if c < c0:
+            old_pieces |= root_piece_keys(root.get("indices"))
+            continue
         keep |= {d["key"] for d in root["segments"] if "key" in d}
         keep |= root_piece_keys(root.get("indices"))
-    return keep
+    return keep, old_pieces
 
 
 def _collect_metadata(
@@ -269,13 +274,14 @@ def garbage_collect(
     dropped = _keys_of_range(store, uuid, vs, expired)
     for files in reaped.values():
         dropped |= set(files)
-    meta_keep = _keep_chains(store, uuid, vs, retained, expired)
+    meta_keep, old_pieces = _keep_chains(store, uuid, vs, retained, expired)
+    dropped |= old_pieces
     stamp = now.isoformat()
     # Newest first: an expired version not tombstoned yet (GC interrupted) is still whole,
     # as the entries its state is replayed from are older.
     for n in reversed(expired):
         store.put(version_key(uuid, n), tombstone_bytes(n, stamp))
-    victims = sorted(dropped - keep - live_intent_keys)
+    victims = sorted(dropped - keep - meta_keep - live_intent_keys)
     _delete_all(store, victims)
     # Only after their files: an interrupted GC finds the reaped intents again.
     _delete_all(store, reaped)

@@ -159,7 +159,12 @@ def checkpointed_states(store: Store, doc: Any) -> dict[str, IndexState]:
 
 def pointer_document(store: Store, doc: Any) -> Any:
     """``doc`` naming full kartothek index files (written now from its states) in
-    ``indices``: what the kartothek pointer shows. Only when the pointer is written."""
+    ``indices``: what the kartothek pointer shows, and the marker of the version shown in
+    its user metadata (kartothek keeps it). Only when the pointer is written."""
+    from parquetry.dataset.metadata import POINTER_MARKER
+
+    if doc.version is not None:
+        doc = doc.evolve(metadata={**doc.metadata, POINTER_MARKER: doc.version.number})
     if not doc.index_states:
         return doc
     indices: dict[str, Any] = {}

@@ -182,7 +182,9 @@ class IntentRecordingStore(WrapperStore):
     Index files exist only within one commit attempt (written at the end of ``make``, a
     moment before the commit point), so they need no intent: GC's sweep never deletes an
     index file younger than :data:`DEFAULT_LEASE`, and nothing else deletes unreferenced
-    files without intents. The claim deletes those of lost attempts when it is released.
+    files without intents. The claim deletes those of lost attempts when it is released,
+    except content-addressed index pieces (``_indices/``): one may be a committed
+    version's, so unreferenced ones are left to GC.
     """
 
     def __init__(self, inner: Store, claim: Claim):
@@ -192,7 +194,10 @@ class IntentRecordingStore(WrapperStore):
     def _put(
         self, key: str, data: bytes | memoryview, mode: PutMode, expected: str | None
     ) -> ObjectMeta:
-        if key.startswith(self._claim.uuid + "/"):
+        # Index pieces are content-addressed: an attempt may write (or find) the very piece a
+        # committed version references, so a failed or lost attempt must not delete it;
+        # unreferenced ones are garbage collection's (``dataset/gc.py``).
+        if key.startswith(self._claim.uuid + "/") and "/_indices/" not in key:
             self._claim.note(key)
         return super()._put(key, data, mode, expected)
 

@@ -16,6 +16,7 @@ import contextvars
 from collections.abc import Mapping
 from typing import Any
 
+from parquetry.dataset.kartothek_adopt import adopt_recreated, reconciled_schema
 from parquetry.dataset.metadata import DatasetDocument, encode_document
 from parquetry.dataset.naming import metadata_key
 from parquetry.dataset.pointer import RECONCILE_OPERATION, effective_mode
@@ -29,7 +30,7 @@ from parquetry.dataset.reconcile import (
 )
 from parquetry.dataset.versions import LoadedState, list_version_numbers, read_pointer
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import MetadataCorrupted, ParquetryError
+from parquetry.errors import DatasetDeleted, MetadataCorrupted, NotFound, ParquetryError
 from parquetry.store import Store
 
 __all__ = ["checkpoint", "foreign_state", "kartothek_wrote", "reconcile"]
@@ -120,8 +121,18 @@ def kartothek_wrote(store: Store, uuid: str, base: DatasetDocument) -> bool:
         if not json_beside and store.head(metadata_key(uuid, fmt)).version == etag:
             return False
         pointer, _, _ = read_pointer(store, uuid)
+    except NotFound:
+        if any(store.exists(metadata_key(uuid, f)) for f in ("json", "msgpack.zstd")):
+            return False
+        # parquetry wrote a pointer and it is gone: deleted (kartothek's delete_dataset
+        # leaves parquetry's head and versions); building on them would resurrect a
+        # dataset whose files are gone.
+        raise DatasetDeleted(
+            f"dataset {uuid!r} was deleted: its metadata file is gone; nothing is committed",
+            key=metadata_key(uuid, fmt),
+        ) from None
     except ParquetryError:
-        return False  # missing or unreadable: nothing of kartothek's to keep
+        return False  # unreadable: nothing of kartothek's to keep
     return pointer.version is None
 
 
@@ -152,7 +163,11 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
     foreign, _ = _complete_foreign(store, pointer)
     found = find_base(store, uuid, foreign, numbers, hint=_head_pointer(store, uuid).get("number"))
     if found is None:
-        return None
+        # kartothek deleted the dataset and created it again: a new incarnation, not a
+        # change to build on parquetry's (stale) head.
+        doc = _adopt(store, uuid, foreign, fmt)
+        assert doc.version is not None
+        return doc, doc.version.number, fmt
     base_number, base, known, _ = found
     newest_number, newest = _newest(store, uuid, numbers, base_number, base)
     diff = kartothek_diff(base_number, base, foreign, known)
@@ -161,6 +176,8 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
         # again by every commit.
         doc, number, _ = _publish(store, uuid, newest, newest_number, fmt)
         return doc, number, fmt
+    assert newest.schema is not None
+    reconciled_schema(newest.schema, foreign)  # refuses an unmergeable schema up front
     files = added_files(store, newest, base, foreign, diff)
     try:
         etag = store.head(metadata_key(uuid, fmt)).version or ""
@@ -195,7 +212,7 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
             parent=number - 1,
             committed_at=now_iso(),
             operation=RECONCILE_OPERATION,
-            schema=current.schema,
+            schema=reconciled_schema(current.schema, foreign),
             add=files,
             remove=set(diff.removed) & current.partitions.keys(),
             metadata=diff.metadata,
@@ -222,7 +239,23 @@ def reconcile(store: Store, uuid: str) -> tuple[DatasetDocument, int, str] | Non
     finally:
         _RECONCILING.reset(token)
     assert committed.version is not None
+    if committed.schema is not None and not committed.schema.equals(newest.schema):
+        from parquetry.dataset.transact import follow_schema
+
+        follow_schema(store, committed)  # kartothek's columns and widenings, in our form
     return committed, committed.version.number, fmt
+
+
+def _adopt(store: Store, uuid: str, foreign: DatasetDocument, fmt: str) -> DatasetDocument:
+    try:
+        etag = store.head(metadata_key(uuid, fmt)).version or ""
+    except ParquetryError:
+        etag = ""
+    token = _RECONCILING.set(True)
+    try:
+        return adopt_recreated(store, uuid, foreign, fmt, RECONCILE_OPERATION, etag)
+    finally:
+        _RECONCILING.reset(token)
 
 
 def _already_applied(

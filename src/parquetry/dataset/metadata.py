@@ -48,6 +48,11 @@ __all__ = [
 
 EXTENSION_KEY = "parquetry"
 EXTENSION_FORMAT = 1
+#: Key of the pointer's user ``metadata`` naming the version the pointer shows. kartothek
+#: drops parquetry's extension when it rewrites the pointer but keeps ``metadata``
+#: verbatim, so this tells which version a kartothek write was based on
+#: (``dataset/reconcile.py``). Stripped when parquetry reads its own pointer.
+POINTER_MARKER = "parquetry_pointer_version"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -313,7 +318,7 @@ class DatasetDocument:
             partitions=partitions,
             partition_keys=tuple(keys) if keys is not None else _infer_keys(partitions),
             indices=dict(doc.get("indices") or {}),
-            metadata=dict(doc.get("metadata") or {}),
+            metadata=_user_metadata(doc.get("metadata"), isinstance(ext, dict)),
             explicit_partitions=explicit,
             schema=schema,
             files=files or FileInfos(),
@@ -323,6 +328,15 @@ class DatasetDocument:
             encryption=encryption,
             settings=settings,
         )
+
+
+def _user_metadata(raw: Any, ours: bool) -> dict[str, Any]:
+    """The user metadata of a pointer; in parquetry's own (``ours``) without the marker of
+    the version it shows (the extension says that)."""
+    meta = dict(raw or {})
+    if ours:
+        meta.pop(POINTER_MARKER, None)
+    return meta
 
 
 def _schema_of(doc: Any) -> pa.Schema | str | None:

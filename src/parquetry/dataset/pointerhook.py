@@ -1,9 +1,8 @@
-"""When the kartothek pointer is rewritten, and how readers notice kartothek's writes.
+"""How readers notice kartothek's writes on the pointer.
 
-:func:`pointer_due` is the one hook of the pointer policy (refined by
-``parquetry.dataset.pointer`` where present): ``every-commit`` while the pointer is at most
-``POINTER_EVERY_COMMIT_BYTES``; above that (``auto``) only at checkpoints, once the commits
-since the last pointer write times ``CHECKPOINT_TAIL_BYTES`` reach the pointer's size.
+:func:`foreign_pointer` compares the pointer's version token with the one the head recorded
+for parquetry's last pointer write (when the pointer policy is ``every-commit`` in effect).
+When the pointer is rewritten at all is :mod:`parquetry.dataset.pointer`'s business.
 """
 
 from __future__ import annotations
@@ -14,30 +13,16 @@ from typing import Any
 
 from parquetry.dataset.metadata import DatasetDocument, decode_document
 from parquetry.dataset.naming import metadata_key
-from parquetry.errors import MetadataCorrupted, NotFound, ParquetryError, PointerCorruptedWarning
+from parquetry.errors import (
+    DatasetNotFound,
+    MetadataCorrupted,
+    NotFound,
+    ParquetryError,
+    PointerCorruptedWarning,
+)
 from parquetry.store import Store
 
-__all__ = ["POINTER_EVERY_COMMIT_BYTES", "foreign_pointer", "pointer_due", "pointer_mode"]
-
-POINTER_EVERY_COMMIT_BYTES = 1 << 20
-AMORTISED_BYTES = 64 * 1024
-
-
-def pointer_mode(last: Mapping[str, Any]) -> str:
-    """The mode the bookkeeping of the last pointer write implies."""
-    size = last.get("bytes")
-    if not isinstance(size, int) or size <= POINTER_EVERY_COMMIT_BYTES:
-        return "every-commit"
-    return "auto"
-
-
-def pointer_due(last: Mapping[str, Any], number: int, checkpoint: bool) -> bool:
-    """Whether the commit of version ``number`` rewrites the pointer (``last``: the head's
-    bookkeeping of the previous pointer write, empty when unknown)."""
-    if pointer_mode(last) == "every-commit":
-        return True
-    since = number - int(last.get("number", -1))
-    return checkpoint and since * AMORTISED_BYTES >= int(last["bytes"])
+__all__ = ["foreign_pointer"]
 
 
 def foreign_pointer(
@@ -69,7 +54,13 @@ def foreign_pointer(
         requests += 1
         doc = decode_document(store.get(key), fmt, key=key)
     except NotFound:
-        return None, requests
+        if not any(store.exists(metadata_key(uuid, f)) for f in ("json", "msgpack.zstd")):
+            # parquetry wrote a pointer and it is gone: the dataset was deleted (kartothek's
+            # delete_dataset leaves parquetry's head behind); do not serve that head.
+            raise DatasetNotFound(
+                f"dataset {uuid!r} was deleted: its metadata file {key} is gone", key=key
+            ) from None
+        return None, requests + 2
     except MetadataCorrupted as exc:
         warnings.warn(
             PointerCorruptedWarning(

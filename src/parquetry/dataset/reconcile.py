@@ -6,23 +6,26 @@ version ``p`` while parquetry had committed ``p+1 .. n`` since (the pointer lags
 ``auto`` and ``manual`` policies, or a slow kartothek job read it long ago), adopting that
 document wholesale would drop every row parquetry committed after ``p``. Instead:
 
-1. **Base.** The version ``p`` kartothek read is found from the labels: kartothek keeps
-   the entries of untouched partitions verbatim and names new partitions with fresh uuids.
-   Starting from the newest version the pointer can have shown (the newest version, or
-   the last pointer parquetry wrote when that is recorded) and going back: a version that
-   added a partition the foreign document holds is ``p`` (kartothek cannot know a
-   partition of a version it did not read); a version that added nothing and removed
-   nothing the foreign document still holds is taken as ``p``; a version whose additions
-   are all missing from the foreign document came after ``p`` (kartothek never saw them),
-   so the walk goes on. One case is ambiguous: kartothek deleting *every* partition the
-   version it read had added looks like kartothek having read the version before; the
-   walk then goes on and kartothek's deletion of those partitions is not applied (their
-   rows stay: nothing is lost, a deletion is missed). A walk reaching the creation (or the
-   oldest retained version) stops there: kartothek replaced every partition it saw
-   (``overwrite``), and the partitions parquetry committed later stay.
+1. **Base.** Every pointer parquetry writes carries, in its user metadata, the number of
+   the version it shows (``metadata.POINTER_MARKER``); kartothek keeps user metadata
+   verbatim, so its document names the version ``p`` it read exactly. Without the marker
+   (a pointer written before it existed, or metadata kartothek's user replaced), ``p`` is
+   found from the labels: kartothek keeps the entries of untouched partitions verbatim and
+   names new partitions with fresh uuids. Starting from the newest version the pointer can
+   have shown and going back: a version that added a partition the foreign document holds
+   is ``p``; a version that added nothing and removed nothing the foreign document still
+   holds is taken as ``p``; a version whose additions are all missing from the foreign
+   document came after ``p``, so the walk goes on (ambiguous only when kartothek deleted
+   *every* partition of the version it read: that deletion is then missed, nothing is
+   lost). A walk reaching the creation stops there: kartothek replaced every partition it
+   saw, and the partitions parquetry committed later stay. A document with neither the
+   marker nor the newest version's ``creation_time`` is a dataset kartothek created again
+   after deleting it (``kartothek_adopt``): there is no base.
 2. **Diff** against ``p``: labels added (with their files and, from kartothek's index files,
    their index values), labels removed, user metadata keys changed, index columns
-   kartothek built (``build_dataset_indices``).
+   kartothek built (``build_dataset_indices``), and the schema of kartothek's
+   ``_common_metadata`` merged by ``merge_schema``'s rules (``kartothek_adopt.reconciled_schema``).
+   Files kartothek added get statistics from their footers.
 3. **Re-apply** on the newest version ``n`` as one commit with operation ``"kartothek"``:
    removed labels that a later parquetry commit already removed are skipped (no conflict),
    parquetry's partitions added after ``p`` stay even when kartothek's ``delete_scope``
@@ -32,7 +35,7 @@ document wholesale would drop every row parquetry committed after ``p``. Instead
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquetry.dataset.metadata import DatasetDocument
+from parquetry.dataset.kartothek_adopt import footer_stats, is_recreated, reconciled_schema
+from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument
 from parquetry.dataset.naming import parse_label, parse_partition_value
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
@@ -84,7 +88,8 @@ def find_base(
     hint: int | None = None,
 ) -> tuple[int, DatasetDocument, frozenset[str], int] | None:
     """(number and document of the version kartothek read, labels of the versions
-    examined, GETs used), or None when the dataset has no parquetry version.
+    examined, GETs used), or None when the dataset has no parquetry version or kartothek
+    created it again after the newest (``kartothek_adopt.is_recreated``).
 
     ``numbers``: the retained version numbers (ascending). ``hint``: the newest version
     the pointer can have shown (the last pointer parquetry wrote, format 2's head); the
@@ -122,8 +127,13 @@ def find_base(
 
     versions = walk()
     current = next(versions, None)
-    if current is None:
-        return None
+    if current is None or is_recreated(foreign, current[1]):
+        return None  # no parquetry version, or kartothek created the dataset again
+    marked = _marked_base(foreign, order, current[1], doc_of)
+    if marked is not None:
+        shown = doc_of(marked)
+        assert shown is not None
+        return marked, shown, frozenset(shown.partitions), requests
     while True:
         n, doc = current
         assert doc.version is not None
@@ -146,6 +156,25 @@ def find_base(
     return n, base, frozenset(seen), requests
 
 
+def _marked_base(
+    foreign: DatasetDocument,
+    order: list[int],
+    newest: DatasetDocument,
+    doc_of: Callable[[int], DatasetDocument | None],
+) -> int | None:
+    """The version the pointer kartothek read showed, from the marker parquetry puts in the
+    pointer's user metadata (kartothek keeps it verbatim): exact, where the label walk
+    cannot tell a partition kartothek deleted from one it never saw. None without a
+    usable marker (a pointer written before the marker existed, or a version expired)."""
+    shown = foreign.metadata.get(POINTER_MARKER)
+    if not isinstance(shown, int) or isinstance(shown, bool) or shown not in order:
+        return None
+    doc = doc_of(shown)
+    if doc is None or doc.version is None or not _same_incarnation(doc, newest):
+        return None
+    return shown
+
+
 def _same_incarnation(a: DatasetDocument | None, b: DatasetDocument | None) -> bool:
     if a is None or b is None or a.version is None or b.version is None:
         return False
@@ -165,7 +194,11 @@ def kartothek_diff(
         if label not in base.partitions and label not in known
     }
     removed = frozenset(base.partitions.keys() - foreign.partitions.keys())
-    metadata = {k: v for k, v in foreign.metadata.items() if base.metadata.get(k, _MISSING) != v}
+    metadata = {
+        k: v
+        for k, v in foreign.metadata.items()
+        if k != POINTER_MARKER and base.metadata.get(k, _MISSING) != v
+    }
     built = tuple(sorted(set(foreign.indices) - set(base.indices)))
     return KartothekDiff(base_number, added, removed, metadata, built)
 
@@ -209,7 +242,11 @@ def added_files(
         label, key = item
         size = store.head(key).size
         try:
-            rows = pq.ParquetFile(store.open(key, size=size)).metadata.num_rows
+            # The footer (one ranged GET of the tail) gives the rows and the statistics
+            # planning prunes by, as for parquetry's own writes.
+            footer = pq.ParquetFile(store.open(key, size=size)).metadata
+            rows = footer.num_rows
+            stats = footer_stats(footer, schema)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise MetadataCorrupted(
                 f"{key}: a data file kartothek added is not readable Parquet: {exc}", key=key
@@ -232,6 +269,7 @@ def added_files(
             partition=partition,
             rows=rows,
             size=size,
+            stats=stats,
             index_values=values,
         )
 
@@ -338,6 +376,7 @@ def reconciled_doc(
         indices = dict.fromkeys(states, PLACEHOLDER)
         footers = {}
     return base.evolve(
+        schema=reconciled_schema(base.schema, foreign) if base.schema is not None else None,
         partitions=partitions,
         files=base.files.changed(set(diff.removed), {}),
         indices=indices,
