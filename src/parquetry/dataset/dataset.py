@@ -361,8 +361,8 @@ class Dataset(VersionReader):
         """
         from parquetry.dataset.rowops import delete_where
 
-        state = delete_where(self, predicates, **options)
-        return Dataset(self.store, state, decryption=self._decryption)
+        done = delete_where(self, predicates, **options)
+        return Dataset(self.store, done.state, decryption=self._decryption)
 
     def update_where(
         self,
@@ -378,8 +378,8 @@ class Dataset(VersionReader):
         """
         from parquetry.dataset.rowops import update_where
 
-        state = update_where(self, predicates, set, **options)
-        return Dataset(self.store, state, decryption=self._decryption)
+        done = update_where(self, predicates, set, **options)
+        return Dataset(self.store, done.state, decryption=self._decryption)
 
     def build_index(self, column: str) -> Dataset:
         """Build (or rebuild) a secondary index on ``column`` over every file."""

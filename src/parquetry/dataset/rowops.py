@@ -39,8 +39,14 @@ import pyarrow.dataset as pads
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.predicates import DNF, eval_scalar, validate_predicates
 from parquetry.dataset.replace import describe_dnf, row_mask
-from parquetry.dataset.rewrite import FileEdit, Progress, RewritePlan, plan_rewrite, rewrite_files
-from parquetry.dataset.versions import LoadedState
+from parquetry.dataset.rewrite import (
+    FileEdit,
+    Progress,
+    RewritePlan,
+    RewriteResult,
+    plan_rewrite,
+    rewrite,
+)
 from parquetry.errors import InvalidArgument, SchemaMismatch, UnknownColumn
 from parquetry.parquet import WriteOptions
 
@@ -124,11 +130,11 @@ def delete_where(
     parameters: Mapping[str, Any] | None = None,
     max_retries: int | None = MAX_RETRIES,
     progress: Progress | None = None,
-) -> LoadedState:
+) -> RewriteResult:
     """The body of :meth:`Dataset.delete_where` (see the module docstring)."""
     dnf = _dnf(ds, predicates, "delete_where")
     read, drop, dropped_rows = _delete_targets(ds, dnf)
-    return rewrite_files(
+    return rewrite(
         ds,
         read,
         _delete_edit(dnf),
@@ -312,12 +318,12 @@ def update_where(
     parameters: Mapping[str, Any] | None = None,
     max_retries: int | None = MAX_RETRIES,
     progress: Progress | None = None,
-) -> LoadedState:
+) -> RewriteResult:
     """The body of :meth:`Dataset.update_where` (see the module docstring)."""
     dnf = _dnf(ds, predicates, "update_where")
     assignments = _checked_set(ds, set)
     labels = [f.label for f in ds.plan(_as_tuples(dnf)).files]
-    return rewrite_files(
+    return rewrite(
         ds,
         labels,
         _update_edit(ds, dnf, assignments),
