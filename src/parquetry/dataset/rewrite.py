@@ -1,0 +1,379 @@
+"""The rewrite engine: copy-on-write of some files of one version, committed once.
+
+Every row-level table operation (``delete_where``, ``update_where``, ``upsert``,
+``compact``) is the same transaction: read some files, decide per file what to keep, write
+that back as new files, and commit "remove these labels, add those files". This module is
+that transaction; the operations only supply the per-file decision.
+
+Interface
+=========
+``rewrite_files(ds, labels, edit, *, drop=(), add=(), operation, parameters, metrics={},
+write_options=None, max_retries=MAX_RETRIES, progress=None, metadata=None) -> LoadedState``
+
+- ``labels``: partition labels of ``ds`` to read, **one file at a time** (``ds.read_file``,
+  every column, partition columns typed). For each, ``edit(label, table)`` returns
+  ``None`` (the file stays as it is: not removed, not rewritten) or a :class:`FileEdit`:
+  the label is removed and ``keep`` (None or empty: nothing) is written right away as new
+  file(s) through ``ds._write`` (partitioned by the dataset's partition keys: rows whose
+  partition values ``edit`` changed land in their new partition; index values and
+  statistics collected). Tables are never accumulated across files.
+- ``drop``: labels removed **without reading them** (all their rows go: a delete whose
+  predicate holds for a whole file, a compaction's inputs).
+- ``add``: files the caller wrote already (upsert's inserts, compaction's outputs), added
+  by the same commit. The engine owns them from the call on: it abandons them (deletes
+  the files and their intents) with its own when the commit is known not to happen.
+- ``operation`` / ``parameters`` (strings, or JSON values) / ``metrics`` are recorded in the
+  version (see :meth:`Dataset.history`). The engine counts ``rows_deleted`` (sum of
+  ``FileEdit.rows_removed``), ``rows_updated``, ``rows_copied`` (kept rows not updated) and
+  ``files_rewritten`` (edited files with rows kept); ``metrics`` given by the caller are
+  **added** to those counts and always recorded (even 0), the engine's own only when
+  non-zero. ``files_added`` / ``files_removed`` / ``rows_added`` / ``rows_removed`` are
+  recorded for every commit anyway (:class:`VersionInfo`).
+- ``progress(done_files, total_files)``: called with ``(0, n)`` first, then after each of
+  the ``n`` files of ``labels`` is handled.
+- Nothing changes (no edit, nothing dropped or added): no commit, ``ds``'s own state is
+  returned.
+
+:func:`plan_rewrite` is the dry run: the same reads and edits, no write, no commit; it says
+which files would be rewritten, dropped or left alone, with the metrics.
+
+Memory bound
+============
+One input file at a time: its decoded table, the ``keep`` table ``edit`` returns, the
+sorted/cast copy the writer makes of it and the encoded output file (buffered before its
+upload). Peak memory is therefore about **3-4x the decoded size of the largest file
+rewritten**, plus the file descriptions collected so far (a few hundred bytes per file,
+plus the distinct values of indexed columns), whatever the size of the dataset.
+
+Conflicts
+=========
+The commit uses :func:`parquetry.dataset.commit.commit`. When another writer committed
+first, the change is re-applied on the newer version if **every label this rewrite removes
+(edited or dropped) is still there with the same file**: appends and every other commit
+that did not touch those files never conflict (rows a concurrent append added are not
+seen by this rewrite: they stay, as with Delta's WriteSerializable isolation). Otherwise
+:class:`CommitConflict` names the labels (and files) a concurrent commit removed. A
+concurrent schema change is taken when this rewrite's files fit it
+(:func:`parquetry.dataset.ops.fit_concurrent_schema`), else it conflicts too.
+
+Failures
+========
+Files written by this rewrite (and ``add``) are covered by write intents. If anything
+fails before the commit point, or the commit is refused (CommitConflict: known not
+committed), they are deleted with their intents right away. A failure of the commit itself
+whose outcome is unknown (e.g. a lost acknowledgement) leaves them to garbage collection:
+they may be committed. Either way the dataset is at the old or the new version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from parquetry.dataset.commit import MAX_RETRIES, commit, now_iso
+from parquetry.dataset.intents import abandon_files, claim_for_commit
+from parquetry.dataset.metadata import DatasetDocument
+from parquetry.dataset.ops import apply_change, fit_concurrent_schema
+from parquetry.dataset.plan import PlannedFile
+from parquetry.dataset.versions import LoadedState
+from parquetry.dataset.write import FileDescription
+from parquetry.errors import CommitConflict, InvalidArgument
+from parquetry.parquet import WriteOptions
+
+if TYPE_CHECKING:
+    from parquetry.dataset.dataset import Dataset
+
+__all__ = [
+    "ENGINE_METRICS",
+    "Edit",
+    "FileEdit",
+    "Progress",
+    "RewritePlan",
+    "plan_rewrite",
+    "rewrite_files",
+]
+
+#: The counts the engine keeps itself (see the module docstring).
+ENGINE_METRICS = ("rows_deleted", "rows_updated", "rows_copied", "files_rewritten")
+
+
+@dataclass(frozen=True, slots=True)
+class FileEdit:
+    """What an ``edit`` function decided for one file (label).
+
+    ``keep``: the rows to write back in place of the file (dataset schema, partition
+    columns included); None or empty removes the file without a replacement.
+    ``rows_removed`` / ``rows_updated``: for the metrics (the engine does not diff tables).
+    """
+
+    label: str
+    keep: pa.Table | None
+    rows_removed: int = 0
+    rows_updated: int = 0
+
+
+#: ``edit(label, table) -> FileEdit | None`` (None: the file stays as it is).
+Edit = Callable[[str, pa.Table], FileEdit | None]
+#: ``progress(done_files, total_files)``.
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewritePlan:
+    """What a rewrite does (or would do, for a dry run) to its base version."""
+
+    rewritten: tuple[str, ...]  # labels read and edited: removed, their ``keep`` written
+    dropped: tuple[str, ...]  # labels removed unread
+    unchanged: tuple[str, ...]  # labels read whose edit returned None
+    metrics: Mapping[str, int]
+
+    @property
+    def removed(self) -> tuple[str, ...]:
+        """Every label the commit removes."""
+        return (*self.rewritten, *self.dropped)
+
+
+def _planned(ds: Dataset, label: str) -> PlannedFile:
+    doc = ds.document
+    files = doc.partitions.get(label)
+    if files is None:
+        raise InvalidArgument(f"dataset {ds.uuid!r} has no partition label {label!r}")
+    table = doc.tables[0]
+    info = doc.files.get(label)
+    return PlannedFile(
+        label=label,
+        key=files[table],
+        table=table,
+        partition=ds._values_of(label),
+        rows=info.rows if info else None,
+        size=info.size if info else None,
+    )
+
+
+def _labels(ds: Dataset, labels: Iterable[str], drop: Iterable[str]) -> tuple[list[str], list[str]]:
+    read = list(dict.fromkeys(labels))
+    dropped = list(dict.fromkeys(drop))
+    both = set(read) & set(dropped)
+    if both:
+        raise InvalidArgument(
+            f"dataset {ds.uuid!r}: labels {sorted(both)[:3]} are both rewritten and dropped"
+        )
+    for label in dropped:
+        if label not in ds.document.partitions:
+            raise InvalidArgument(f"dataset {ds.uuid!r} has no partition label {label!r}")
+    return read, dropped
+
+
+def _check_edit(edit: FileEdit | None, label: str, ds: Dataset) -> FileEdit | None:
+    if edit is None:
+        return None
+    if not isinstance(edit, FileEdit) or edit.label != label:
+        raise InvalidArgument(
+            f"dataset {ds.uuid!r}: the edit of {label!r} returned {edit!r}, expected "
+            f"FileEdit(label={label!r}, ...) or None"
+        )
+    return edit
+
+
+class _Counts:
+    def __init__(self) -> None:
+        self.values = dict.fromkeys(ENGINE_METRICS, 0)
+
+    def add(self, edit: FileEdit) -> None:
+        kept = edit.keep.num_rows if edit.keep is not None else 0
+        self.values["rows_deleted"] += edit.rows_removed
+        self.values["rows_updated"] += edit.rows_updated
+        self.values["rows_copied"] += max(kept - edit.rows_updated, 0)
+        self.values["files_rewritten"] += 1 if kept else 0
+
+    def merged(self, given: Mapping[str, int]) -> dict[str, int]:
+        out = {k: v for k, v in self.values.items() if v}
+        for key, value in given.items():
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidArgument(f"metric {key!r} must be an int, got {value!r}")
+            out[key] = out.get(key, 0) + value
+        return out
+
+
+def _walk(
+    ds: Dataset,
+    read: Sequence[str],
+    edit: Edit,
+    progress: Progress | None,
+    on_edit: Callable[[FileEdit], None],
+) -> tuple[list[str], list[str], _Counts]:
+    """Read ``read`` one file at a time; ``on_edit`` for each edit (the write, or nothing)."""
+    counts = _Counts()
+    rewritten: list[str] = []
+    unchanged: list[str] = []
+    total = len(read)
+    if progress is not None:
+        progress(0, total)
+    for done, label in enumerate(read, 1):
+        table = ds.read_file(_planned(ds, label))
+        decided = _check_edit(edit(label, table), label, ds)
+        del table  # the input is not needed while its output is written
+        if decided is None:
+            unchanged.append(label)
+        else:
+            counts.add(decided)
+            rewritten.append(label)
+            on_edit(decided)
+        del decided
+        if progress is not None:
+            progress(done, total)
+    return rewritten, unchanged, counts
+
+
+def plan_rewrite(
+    ds: Dataset,
+    labels: Iterable[str],
+    edit: Edit,
+    *,
+    drop: Iterable[str] = (),
+    metrics: Mapping[str, int] | None = None,
+    progress: Progress | None = None,
+) -> RewritePlan:
+    """The dry run of :func:`rewrite_files`: the same reads and edits, nothing written."""
+    read, dropped = _labels(ds, labels, drop)
+    rewritten, unchanged, counts = _walk(ds, read, edit, progress, lambda _: None)
+    return RewritePlan(
+        rewritten=tuple(rewritten),
+        dropped=tuple(dropped),
+        unchanged=tuple(unchanged),
+        metrics=counts.merged(metrics or {}),
+    )
+
+
+def _schema_after(base: DatasetDocument, schema: pa.Schema) -> pa.Schema:
+    assert base.schema is not None
+    if base.schema.equals(schema):
+        return schema
+    return fit_concurrent_schema(base, schema, merge=False, what="rewrite")
+
+
+def _gone(base: DatasetDocument, doc: DatasetDocument, removed: Sequence[str]) -> list[str]:
+    """The labels of ``removed`` that ``base`` no longer has with the same file."""
+    out = []
+    for label in removed:
+        now = base.partitions.get(label)
+        if now is None or dict(now) != dict(doc.partitions[label]):
+            out.append(label)
+    return out
+
+
+def rewrite_files(
+    ds: Dataset,
+    labels: Iterable[str],
+    edit: Edit,
+    *,
+    drop: Iterable[str] = (),
+    add: Sequence[FileDescription] = (),
+    operation: str,
+    parameters: Mapping[str, Any] | None = None,
+    metrics: Mapping[str, int] | None = None,
+    write_options: WriteOptions | None = None,
+    max_retries: int | None = MAX_RETRIES,
+    progress: Progress | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> LoadedState:
+    """Rewrite files of ``ds`` and commit once (see the module docstring).
+
+    Raises:
+        CommitConflict: a concurrent commit removed a file this rewrite removes.
+        InvalidArgument: an unknown label, a label both read and dropped, a bad edit.
+    """
+    from parquetry.dataset.transact import string_parameters
+
+    added: list[FileDescription] = list(add)
+    try:
+        params = string_parameters(parameters)
+        read, dropped = _labels(ds, labels, drop)
+
+        def write(decided: FileEdit) -> None:
+            if decided.keep is not None and decided.keep.num_rows:
+                added.extend(ds._write(decided.keep, write_options, merge_schema=False)[0])
+
+        rewritten, _, counts = _walk(ds, read, edit, progress, write)
+        recorded = counts.merged(metrics or {})
+    except BaseException:
+        abandon_files(ds.store, ds.uuid, added)
+        raise
+    removed = [*rewritten, *dropped]
+    if not removed and not added:
+        return ds._state()
+    return _commit(ds, removed, added, operation, params, recorded, metadata, max_retries)
+
+
+def _commit(
+    ds: Dataset,
+    removed: Sequence[str],
+    added: list[FileDescription],
+    operation: str,
+    params: Mapping[str, str],
+    recorded: Mapping[str, int],
+    metadata: Mapping[str, Any] | None,
+    max_retries: int | None,
+) -> LoadedState:
+    store, doc = ds.store, ds.document
+    schema = ds.schema
+    remove = frozenset(removed)
+    try:
+        described = [(f.key, f.size, f.intent) for f in added]
+        claim, work = claim_for_commit(store, doc.uuid, described, verify=False)
+    except BaseException:
+        abandon_files(store, doc.uuid, added)
+        raise
+
+    def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
+        assert base is not None
+        if base is not doc:
+            gone = _gone(base, doc, removed)
+            if gone:
+                keys = [doc.partitions[lbl][doc.tables[0]] for lbl in gone[:3]]
+                raise CommitConflict(
+                    f"dataset {doc.uuid!r}: a concurrent commit removed {len(gone)} of the "
+                    f"files this {operation} rewrites or removes, e.g. {gone[:3]} "
+                    f"(files {keys}); nothing is committed",
+                    key=keys[0],
+                )
+        new = apply_change(
+            work,
+            base,
+            number=number,
+            parent=number - 1,
+            committed_at=now_iso(),
+            operation=operation,
+            schema=_schema_after(base, schema),
+            add=added,
+            remove=remove,
+            metadata=metadata,
+            parameters=params,
+        )
+        assert new.version is not None
+        return new.evolve(version=replace(new.version, extra=dict(recorded)))
+
+    fmt = ds._pointer_format or doc.metadata_format
+    stale = None
+    if ds._foreign:
+        stale = "msgpack.zstd" if ds._pointer_format == "json" else "json"
+    try:
+        committed = commit(
+            store,
+            doc.uuid,
+            doc,
+            ds._number,
+            make,
+            max_retries=max_retries,
+            pointer_format=fmt,
+            stale_format=stale,
+            claim=claim,
+        )
+    except CommitConflict:
+        # Known not committed: the files are nobody's.
+        abandon_files(store, doc.uuid, added)
+        raise
+    return LoadedState.committed(committed, fmt)
