@@ -69,7 +69,7 @@ class UpsertPlan:
     """Which files an upsert reads and rewrites, and how many rows it changes."""
 
     candidates: tuple[str, ...]  # labels whose key columns were read
-    matched: dict[str, int]  # label -> dataset rows matching a data row
+    matched: dict[str, int]  # label -> dataset rows matching a data row (-1: not counted)
     chosen_by: str  # how the candidates were found
     rows_matched: int  # data rows matching at least one dataset row
     rows_not_matched: int  # data rows matching nothing (NULL keys included)
@@ -87,22 +87,27 @@ def _check_modes(when_matched: str, when_not_matched: str) -> None:
 def _scan(
     ds: Dataset, keys: pa.Table, on: Sequence[str], data_rows: int
 ) -> tuple[UpsertPlan, np.ndarray]:
-    """Step 1 and 2: candidates, then each candidate's key columns joined with ``keys``.
-    Also returns which data rows matched (a boolean per data row)."""
-    labels, how = candidate_labels(ds, keys, on)
+    """Step 1 and 2: candidates, then each candidate's key columns joined with ``keys``
+    (not needed when the index decided exactly). Also returns which data rows matched."""
+    found = candidate_labels(ds, keys, on, data_rows)
     matched: dict[str, int] = {}
-    hit = np.zeros(data_rows, dtype=bool)
-    for label in labels:
-        file_keys = ds.read_file(planned_file(ds, label), columns=list(on))
-        pairs = match_rows(file_keys, keys, on)
-        del file_keys
-        if pairs.num_rows:
-            matched[label] = pairs.num_rows
-            hit[pairs.column(DATA_ROW).to_numpy()] = True
+    if found.exact:
+        assert found.hit is not None
+        hit = found.hit
+        matched = dict.fromkeys(found.labels, -1)  # counted when the file is rewritten
+    else:
+        hit = np.zeros(data_rows, dtype=bool)
+        for label in found.labels:
+            file_keys = ds.read_file(planned_file(ds, label), columns=list(on))
+            pairs = match_rows(file_keys, keys, on)
+            del file_keys
+            if pairs.num_rows:
+                matched[label] = pairs.num_rows
+                hit[pairs.column(DATA_ROW).to_numpy()] = True
     plan = UpsertPlan(
-        candidates=tuple(labels),
+        candidates=tuple(found.labels),
         matched=matched,
-        chosen_by=how,
+        chosen_by=found.how,
         rows_matched=int(hit.sum()),
         rows_not_matched=int(data_rows - hit.sum()),
     )

@@ -8,6 +8,7 @@ index, file statistics) and match one file's keys against the source's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATA_ROW",
+    "Candidates",
     "FILE_ROW",
     "candidate_labels",
     "key_table",
@@ -127,7 +129,22 @@ def _may_hold(values: pa.Array, lo: Any, hi: Any, t: pa.DataType) -> bool:
         return True  # statistics we cannot compare: read the file
 
 
-def candidate_labels(ds: Dataset, keys: pa.Table, on: Sequence[str]) -> tuple[list[str], str]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidates:
+    """Files that may hold a key of the source, and how they were found.
+
+    ``exact``: when the index alone decides the matches (every key column is the indexed
+    column or a partition key), ``matched`` maps each label holding a key to its matching
+    dataset row count being unknown (-1) and ``hit`` marks the source rows that match; the
+    files' key columns need not be read."""
+
+    labels: list[str]
+    how: str
+    exact: bool = False
+    hit: np.ndarray | None = None
+
+
+def candidate_labels(ds: Dataset, keys: pa.Table, on: Sequence[str], data_rows: int) -> Candidates:
     """Labels of the files that may hold a key of ``keys`` and how they were chosen.
 
     The secondary index on a key column (the first indexed one) names the files holding
@@ -141,19 +158,22 @@ def candidate_labels(ds: Dataset, keys: pa.Table, on: Sequence[str]) -> tuple[li
     how = []
     labels: Iterable[str]
     if keys.num_rows == 0:
-        return [], "no keys"
+        return Candidates(labels=[], how="no keys")
     if indexed:
         state = index_state(ds.store, doc, indexed[0])
         found = lookup_values(ds.store, state, keys.column(indexed[0]))
-        labels = sorted(x for x in found.labels() if x in doc.partitions)
+        pairs = found.pairs.filter(
+            pa.array([x in doc.partitions for x in found.pairs.column("label").to_pylist()])
+        )
+        if len(others) == 1:
+            return _exact(ds, keys, indexed[0], pkeys, pairs, data_rows)
+        labels = sorted(set(pairs.column("label").to_pylist()))
         how.append(f"secondary index on {indexed[0]!r}")
     else:
         labels = doc.partitions
     if pkeys:
         wanted = set(zip(*(keys.column(k).to_pylist() for k in pkeys), strict=True))
-        labels = [
-            x for x in labels if tuple(dict(ds._values_of(x)).get(k) for k in pkeys) in wanted
-        ]
+        labels = [x for x in labels if _pvalues(ds, x, pkeys) in wanted]
         how.append("partition keys " + ", ".join(map(repr, pkeys)))
     distinct = {c: pc.unique(keys.column(c).combine_chunks()) for c in others}
     types = {c: ds.schema.field(c).type for c in others}
@@ -171,7 +191,51 @@ def candidate_labels(ds: Dataset, keys: pa.Table, on: Sequence[str]) -> tuple[li
             out.append(label)
     if others:
         how.append("statistics")
-    return out, " + ".join(how)
+    return Candidates(labels=out, how=" + ".join(how))
+
+
+def _pvalues(ds: Dataset, label: str, pkeys: Sequence[str]) -> tuple[Any, ...]:
+    values = dict(ds._values_of(label))
+    return tuple(values.get(k) for k in pkeys)
+
+
+def _exact(
+    ds: Dataset,
+    keys: pa.Table,
+    column: str,
+    pkeys: Sequence[str],
+    pairs: pa.Table,
+    data_rows: int,
+) -> Candidates:
+    """The matches from the index alone: a key ``(column, *pkeys)`` matches where the
+    index has its value under a label with the key's partition values."""
+    labels = pairs.column("label").to_pylist()
+    table = pa.table(
+        {
+            column: pairs.column("value"),
+            "__parquetry_label": pa.array(labels, pa.string()),
+            **{
+                k: pa.array([_pvalues(ds, x, [k])[0] for x in labels], ds.schema.field(k).type)
+                for k in pkeys
+            },
+        }
+    )
+    keyed = keys.select([column, *pkeys, DATA_ROW])
+    keyed = keyed.cast(
+        pa.schema(
+            [
+                table.schema.field(column),
+                *(table.schema.field(k) for k in pkeys),
+                keyed.schema.field(DATA_ROW),
+            ]
+        )
+    )
+    joined = table.join(keyed, keys=[column, *pkeys], join_type="inner", use_threads=False)
+    hit = np.zeros(data_rows, dtype=bool)
+    hit[joined.column(DATA_ROW).to_numpy()] = True
+    chosen = sorted(set(joined.column("__parquetry_label").to_pylist()))
+    how = f"secondary index on {column!r} (exact)"
+    return Candidates(labels=chosen, how=how, exact=True, hit=hit)
 
 
 def match_rows(file_keys: pa.Table, keys: pa.Table, on: Sequence[str]) -> pa.Table:
