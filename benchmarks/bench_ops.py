@@ -90,7 +90,9 @@ def _batches(rows: int, partitions: int, per_batch: int = 50) -> Iterator[Any]:
 def _schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([("p", pa.int64()), ("k", pa.int64()), ("v", pa.float64()), ("s", pa.string())])
+    return pa.schema(
+        [("p", pa.int64()), ("k", pa.int64()), ("v", pa.float64()), ("s", pa.string())]
+    )
 
 
 def build(root: str, rows: int, partitions: int) -> dict[str, Any]:
@@ -289,7 +291,7 @@ def upsert_cases(root: Path, quick: bool) -> list[dict[str, Any]]:
             sides[side] = run_worker(worker, str(work), source)
             shutil.rmtree(work)
         expected_rows = rows + source["inserts"]
-        for side, got in sides.items():
+        for got in sides.values():
             got["correct"] = bool(
                 got["rows_after"] == expected_rows
                 and len(got["updated_key"]) == 1
@@ -332,8 +334,10 @@ def run_case_module(name: str, path: Path, root: Path, quick: bool) -> dict[str,
 
 def report(results: Sequence[dict[str, Any]]) -> None:
     print()
-    print(f"{'case':<22} {'parquetry':>11} {'delta-rs':>11} {'speedup':>8} "
-          f"{'pq peak':>10} {'dl peak':>10} {'mem ratio':>9}  load avg")
+    print(
+        f"{'case':<22} {'parquetry':>11} {'delta-rs':>11} {'speedup':>8} "
+        f"{'pq peak':>10} {'dl peak':>10} {'mem ratio':>9}  load avg"
+    )
     for r in results:
         pq_side, dl_side = r.get("parquetry"), r.get("deltalake")
         if not isinstance(pq_side, dict) or not isinstance(dl_side, dict):

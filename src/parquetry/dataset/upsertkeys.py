@@ -162,9 +162,8 @@ def candidate_labels(ds: Dataset, keys: pa.Table, on: Sequence[str], data_rows: 
     if indexed:
         state = index_state(ds.store, doc, indexed[0])
         found = lookup_values(ds.store, state, keys.column(indexed[0]))
-        pairs = found.pairs.filter(
-            pa.array([x in doc.partitions for x in found.pairs.column("label").to_pylist()])
-        )
+        live = [x in doc.partitions for x in found.pairs.column("label").to_pylist()]
+        pairs = found.pairs.filter(pa.array(live, pa.bool_()))
         if len(others) == 1:
             return _exact(ds, keys, indexed[0], pkeys, pairs, data_rows)
         labels = sorted(set(pairs.column("label").to_pylist()))
