@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
@@ -20,7 +24,7 @@ from parquetry.errors import (
     SchemaMismatch,
     UnknownColumn,
 )
-from parquetry.store import MemoryStore
+from parquetry.store import LocalStore, MemoryStore
 from parquetry.testing import CountingStore, FaultyStore
 
 from .ops_oracle import assert_index_exact, orphan_data_files, rows
@@ -290,3 +294,54 @@ def test_faulty_store_at_every_call_leaves_the_old_or_the_new_version() -> None:
         assert (got == new_rows) == (after.version == ds.version + 1), n
         assert_index_exact(after, "k")
     assert n > 5  # the upsert made several calls, each failed once
+
+
+MEMORY_CHILD = """
+import resource, sys
+import pyarrow as pa
+from parquetry.dataset import Dataset
+from parquetry.store import LocalStore
+ds = Dataset.open(LocalStore(sys.argv[1]), "m")
+files, rows = int(sys.argv[3]), int(sys.argv[4])
+# One existing key per file (each file is rewritten) and as many new keys.
+keys = [f * rows + 7 for f in range(files)] + [10**12 + f for f in range(files)]
+data = pa.table({"i": pa.array(keys, pa.int64()), "x": pa.array([-1.0] * len(keys))})
+with open("/proc/self/status") as f:
+    size = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
+limit = size + int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+out = ds.upsert(data, on=["i"])
+m = out.history(limit=1)[0].metrics
+print(m["files_rewritten"], m["rows_updated"], m["rows_inserted"])
+"""
+
+
+def test_upsert_memory_is_bounded_under_an_address_space_limit(tmp_path: Path) -> None:
+    """128 MB of data (decoded) in 20 files, a key in every file: the upsert rewrites all
+    20 with 80 MB of address space above what the process had after opening the dataset
+    (one file at a time; holding every file would need 128 MB). pyarrow's system allocator
+    and one glibc arena, so that every allocation counts against the limit."""
+    import numpy as np
+
+    store = LocalStore(tmp_path)
+    rng = np.random.default_rng(1)
+    files, rows = 20, 400_000  # 6.4 MB decoded per file
+    ds = None
+    for f in range(files):
+        t = pa.table({"i": pa.array(np.arange(f * rows, (f + 1) * rows)), "x": rng.random(rows)})
+        ds = Dataset.create(store, "m", t) if ds is None else ds.append(t)
+    assert ds is not None
+    proc = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, str(tmp_path), str(80 << 20), str(files), str(rows)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "MALLOC_ARENA_MAX": "1", "ARROW_DEFAULT_MEMORY_POOL": "system"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == [str(files), str(files), str(files)]
+    after = Dataset.open(store, "m")
+    assert sum(info.rows for info in after.document.files.values()) == files * rows + files
+    got = after.read(predicates=[[("i", "in", [7, rows + 7, 10**12])]]).column("x").to_pylist()
+    assert got == [-1.0, -1.0, -1.0]
