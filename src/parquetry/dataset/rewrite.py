@@ -9,6 +9,7 @@ Interface
 =========
 ``rewrite_files(ds, labels, edit, *, drop=(), add=(), operation, parameters, metrics={},
 write_options=None, max_retries=MAX_RETRIES, progress=None, metadata=None) -> LoadedState``
+(:func:`rewrite`: the same, returning a :class:`RewriteResult` with the plan it carried out)
 
 - ``labels``: partition labels of ``ds`` to read, **one file at a time** (``ds.read_file``,
   every column, partition columns typed). For each, ``edit(label, table)`` returns
@@ -92,7 +93,9 @@ __all__ = [
     "FileEdit",
     "Progress",
     "RewritePlan",
+    "RewriteResult",
     "plan_rewrite",
+    "rewrite",
     "rewrite_files",
 ]
 
@@ -129,11 +132,23 @@ class RewritePlan:
     dropped: tuple[str, ...]  # labels removed unread
     unchanged: tuple[str, ...]  # labels read whose edit returned None
     metrics: Mapping[str, int]
+    #: The labels of ``rewritten`` whose edit kept no row (removed without a replacement).
+    emptied: tuple[str, ...] = ()
 
     @property
     def removed(self) -> tuple[str, ...]:
         """Every label the commit removes."""
         return (*self.rewritten, *self.dropped)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewriteResult:
+    """What :func:`rewrite` committed: the new state (``ds``'s own when nothing changed)
+    and what it did to the base it read (labels of ``ds``'s version)."""
+
+    state: LoadedState
+    plan: RewritePlan
+    committed: bool
 
 
 def _planned(ds: Dataset, label: str) -> PlannedFile:
@@ -204,11 +219,12 @@ def _walk(
     edit: Edit,
     progress: Progress | None,
     on_edit: Callable[[FileEdit], None],
-) -> tuple[list[str], list[str], _Counts]:
+) -> tuple[list[str], list[str], list[str], _Counts]:
     """Read ``read`` one file at a time; ``on_edit`` for each edit (the write, or nothing)."""
     counts = _Counts()
     rewritten: list[str] = []
     unchanged: list[str] = []
+    emptied: list[str] = []
     total = len(read)
     if progress is not None:
         progress(0, total)
@@ -221,11 +237,13 @@ def _walk(
         else:
             counts.add(decided)
             rewritten.append(label)
+            if decided.keep is None or not decided.keep.num_rows:
+                emptied.append(label)
             on_edit(decided)
         del decided
         if progress is not None:
             progress(done, total)
-    return rewritten, unchanged, counts
+    return rewritten, unchanged, emptied, counts
 
 
 def plan_rewrite(
@@ -239,12 +257,13 @@ def plan_rewrite(
 ) -> RewritePlan:
     """The dry run of :func:`rewrite_files`: the same reads and edits, nothing written."""
     read, dropped = _labels(ds, labels, drop)
-    rewritten, unchanged, counts = _walk(ds, read, edit, progress, lambda _: None)
+    rewritten, unchanged, emptied, counts = _walk(ds, read, edit, progress, lambda _: None)
     return RewritePlan(
         rewritten=tuple(rewritten),
         dropped=tuple(dropped),
         unchanged=tuple(unchanged),
         metrics=counts.merged(metrics or {}),
+        emptied=tuple(emptied),
     )
 
 
@@ -280,12 +299,44 @@ def rewrite_files(
     progress: Progress | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> LoadedState:
-    """Rewrite files of ``ds`` and commit once (see the module docstring).
+    """Rewrite files of ``ds`` and commit once (see the module docstring); the new state.
 
     Raises:
         CommitConflict: a concurrent commit removed a file this rewrite removes.
         InvalidArgument: an unknown label, a label both read and dropped, a bad edit.
     """
+    return rewrite(
+        ds,
+        labels,
+        edit,
+        drop=drop,
+        add=add,
+        operation=operation,
+        parameters=parameters,
+        metrics=metrics,
+        write_options=write_options,
+        max_retries=max_retries,
+        progress=progress,
+        metadata=metadata,
+    ).state
+
+
+def rewrite(
+    ds: Dataset,
+    labels: Iterable[str],
+    edit: Edit,
+    *,
+    drop: Iterable[str] = (),
+    add: Sequence[FileDescription] = (),
+    operation: str,
+    parameters: Mapping[str, Any] | None = None,
+    metrics: Mapping[str, int] | None = None,
+    write_options: WriteOptions | None = None,
+    max_retries: int | None = MAX_RETRIES,
+    progress: Progress | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> RewriteResult:
+    """:func:`rewrite_files`, also saying what it did (for reports such as the CLI's)."""
     from parquetry.dataset.transact import string_parameters
 
     added: list[FileDescription] = list(add)
@@ -297,15 +348,22 @@ def rewrite_files(
             if decided.keep is not None and decided.keep.num_rows:
                 added.extend(ds._write(decided.keep, write_options, merge_schema=False)[0])
 
-        rewritten, _, counts = _walk(ds, read, edit, progress, write)
+        rewritten, unchanged, emptied, counts = _walk(ds, read, edit, progress, write)
         recorded = counts.merged(metrics or {})
     except BaseException:
         abandon_files(ds.store, ds.uuid, added)
         raise
-    removed = [*rewritten, *dropped]
-    if not removed and not added:
-        return ds._state()
-    return _commit(ds, removed, added, operation, params, recorded, metadata, max_retries)
+    plan = RewritePlan(
+        rewritten=tuple(rewritten),
+        dropped=tuple(dropped),
+        unchanged=tuple(unchanged),
+        metrics=recorded,
+        emptied=tuple(emptied),
+    )
+    if not plan.removed and not added:
+        return RewriteResult(state=ds._state(), plan=plan, committed=False)
+    state = _commit(ds, plan.removed, added, operation, params, recorded, metadata, max_retries)
+    return RewriteResult(state=state, plan=plan, committed=True)
 
 
 def _commit(
