@@ -272,8 +272,10 @@ def _mib(n: int) -> float:
     return n / (1 << 20)
 
 
-def upsert_cases(root: Path, quick: bool) -> list[dict[str, Any]]:
-    size = QUICK if quick else FULL
+def upsert_cases(
+    root: Path, quick: bool, size: dict[str, int] | None = None
+) -> list[dict[str, Any]]:
+    size = size or (QUICK if quick else FULL)
     rows, partitions, n = size["rows"], size["partitions"], size["upsert"]
     base = root / "base"
     base.mkdir(parents=True, exist_ok=True)
@@ -360,6 +362,11 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the tables")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--size",
+        default=None,
+        help="upsert case size ROWS,PARTITIONS,SOURCE_ROWS (smoke tests), e.g. 2000,10,100",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("NAME", "ARGS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -373,7 +380,11 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     print(f"bench_ops {'quick' if args.quick else 'full'} run under {root}", flush=True)
     try:
         if wanted is None or "upsert" in wanted:
-            results += upsert_cases(root / "upsert", args.quick)
+            size = None
+            if args.size:
+                rows, partitions, n = (int(x) for x in args.size.split(","))
+                size = {"rows": rows, "partitions": partitions, "upsert": n}
+            results += upsert_cases(root / "upsert", args.quick, size)
         for name, path in case_modules():
             if wanted is None or name in wanted:
                 got = run_case_module(name, path, root / name, args.quick)
