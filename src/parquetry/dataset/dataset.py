@@ -350,6 +350,38 @@ class Dataset(VersionReader):
         state = replace_where(self, predicates, data, write_options=write_options)
         return Dataset(self.store, state, decryption=self._decryption)
 
+    def upsert(
+        self,
+        data: Any,
+        on: Sequence[str],
+        *,
+        when_matched: str = "update",
+        when_not_matched: str = "insert",
+        merge_schema: bool = False,
+        write_options: WriteOptions | None = None,
+    ) -> Dataset:
+        """MERGE ``data`` into the dataset by the key columns ``on``, in one commit.
+
+        A dataset row whose key equals a data row's is updated (``when_matched="update"``),
+        deleted (``"delete"``) or left alone (``"ignore"``); a data row matching none is
+        inserted (``when_not_matched="insert"``) or dropped (``"ignore"``). A NULL key
+        never matches. Duplicate keys in ``data`` raise InvalidArgument. Only the files
+        that may hold a key are read (partition keys, secondary index, statistics) and only
+        those with a match are rewritten. See :mod:`parquetry.dataset.upsert`.
+        """
+        from parquetry.dataset.upsert import upsert
+
+        state = upsert(
+            self,
+            data,
+            on,
+            when_matched=when_matched,
+            when_not_matched=when_not_matched,
+            merge_schema=merge_schema,
+            write_options=write_options,
+        )
+        return Dataset(self.store, state, decryption=self._decryption)
+
     def delete_where(self, predicates: Any, **options: Any) -> Dataset:
         """Delete the rows matching ``predicates`` (kartothek DNF), in one commit
         (operation ``delete``); ``delete()`` removes the whole dataset instead.
