@@ -240,7 +240,7 @@ def test_every_failing_store_call_of_a_rewrite_leaves_the_old_or_new_version() -
 
 def test_small_outputs_are_written_together_and_concurrency_changes_nothing() -> None:
     outcomes = []
-    for concurrency, buffer_bytes in ((1, 0), (1, 16 << 20), (3, 0), (3, 16 << 20)):
+    for concurrency, buffer_bytes in ((1, 0), (1, 4 << 20), (3, 0), (3, 4 << 20)):
         store = MemoryStore()
         ds = _make(store)
         for _ in range(3):
