@@ -72,13 +72,17 @@ def compaction_metrics(plan: CompactionPlan, outputs: Sequence[FileDescription])
 
 
 def _parameters(
-    plan: CompactionPlan, partitions: Any, sort_by: list[tuple[str, str]] | None, min_files: int
+    ds: Dataset,
+    plan: CompactionPlan,
+    partitions: Any,
+    sort_by: list[tuple[str, str]] | None,
+    min_files: int,
 ) -> dict[str, str]:
     from parquetry.dataset.predicates import validate_predicates
     from parquetry.dataset.replace import describe_dnf
 
     params = {"target_file_size": str(plan.target_file_size), "min_files": str(min_files)}
-    dnf = validate_predicates(partitions, None) if partitions else None
+    dnf = validate_predicates(partitions, ds.schema) if partitions else None
     if dnf:
         params["partitions"] = describe_dnf(dnf)
     if sort_by:
@@ -106,6 +110,7 @@ def _write_outputs(
         opts or WriteOptions(),
         ds._decryption,
         sort_by,
+        target=plan.target_file_size,
     )
     total, done = plan.files_removed, 0
     outputs: list[FileDescription] = []
@@ -154,7 +159,7 @@ def compact(
     keys = sort_keys(ds, sort_by)
     if not plan.bins:
         return None
-    params = _parameters(plan, partitions, keys, min_files)
+    params = _parameters(ds, plan, partitions, keys, min_files)
     outputs = _write_outputs(ds, plan, keys, write_options, progress)
     store, doc = ds.store, ds.document
     assert doc.schema is not None

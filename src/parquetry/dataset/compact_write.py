@@ -1,9 +1,10 @@
 """Writing one compaction output: the input files' row groups streamed into one new file.
 
 Memory bound (without ``sort_by``): the encoded output file (about the target size, held
-until its single put), one buffered output row group (at most :data:`ROW_GROUP_BYTES`
-decoded) and the input files read ahead (at most :data:`READ_AHEAD_BYTES` encoded, each
-decoded one row group at a time for files above that size): about two target files in all.
+until its single put), one buffered output row group (at most the target or
+:data:`ROW_GROUP_BYTES` decoded, whichever is smaller) and the input files read ahead (at
+most the target or :data:`READ_AHEAD_BYTES` encoded; a larger file is decoded one row group
+at a time): about two target files in all, plus one input row group.
 With ``sort_by`` the whole output is decoded and sorted in memory first: the bound becomes
 one decoded target file plus its encoded form.
 
@@ -118,12 +119,15 @@ class BinWriter:
         opts: WriteOptions,
         decryption: DecryptionSettings | None,
         sort_by: Sequence[tuple[str, str]] | None = None,
+        target: int = ROW_GROUP_BYTES,
     ):
         self.store, self.uuid, self.table = store, uuid, table
         self.schema = schema  # the dataset schema (partition columns included)
         self.payload = pa.schema([f for f in schema if f.name not in partition_keys])
         self.indices, self.opts, self.decryption = indices, opts, decryption
         self.sort_by = sort_by
+        self.group_bytes = min(target // 2, ROW_GROUP_BYTES)
+        self.ahead_bytes = min(target // 2, READ_AHEAD_BYTES)
         self.intent = Intent(store, uuid)
 
     def _groups(self, files: Sequence[PlannedFile]) -> Iterator[pa.Table]:
@@ -140,8 +144,8 @@ class BinWriter:
                 ahead = sum((f.size or 0) for f, fut in pending if fut is not None)
                 while i < len(files) and len(pending) < READ_AHEAD_FILES:
                     f = files[i]
-                    small = (f.size or 0) <= READ_AHEAD_BYTES
-                    if small and ahead + (f.size or 0) > READ_AHEAD_BYTES and pending:
+                    small = (f.size or 0) <= self.ahead_bytes
+                    if small and ahead + (f.size or 0) > self.ahead_bytes and pending:
                         break
                     pending.append((f, pool.submit(whole, f) if small else None))
                     ahead += (f.size or 0) if small else 0
@@ -183,7 +187,7 @@ class BinWriter:
         for group in self._groups(files):
             buffered.append(group)
             size += group.nbytes
-            if size >= ROW_GROUP_BYTES and not self.sort_by:
+            if size >= self.group_bytes and not self.sort_by:
                 flush()
         flush()
         if writer is None:  # inputs without rows (a kartothek file of an empty frame)

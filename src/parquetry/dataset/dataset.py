@@ -416,6 +416,23 @@ class Dataset(VersionReader):
         )
         return self if state is None else Dataset(self.store, state, decryption=self._decryption)
 
+    def evolve_schema(
+        self,
+        *,
+        add: Sequence[pa.Field] = (),
+        widen: Mapping[str, pa.DataType] | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Add nullable columns and widen types losslessly, without rewriting any file (see
+        :mod:`parquetry.dataset.evolution`); operation ``"evolve_schema"``. Old files read
+        with nulls for the added columns and widened values. A non-nullable addition raises
+        InvalidArgument, a lossy widening SchemaMismatch, both naming the column. Returns
+        this dataset when nothing changes."""
+        from parquetry.dataset.evolution import evolve_schema
+
+        state = evolve_schema(self, add, widen or {}, parameters)
+        return self if state is None else Dataset(self.store, state, decryption=self._decryption)
+
     def build_index(self, column: str) -> Dataset:
         """Build (or rebuild) a secondary index on ``column`` over every file."""
         if column not in self.schema.names:
