@@ -94,6 +94,9 @@ def test_compact_packs_small_files_keeps_rows_and_indices_exact() -> None:
     hist = out.history(limit=1)[0]
     assert hist.operation == "compact"
     assert hist.metrics["files_removed"] == 18
+    assert hist.metrics["files_compacted"] == 18
+    assert hist.metrics["partitions_compacted"] == 3
+    assert hist.metrics["bytes_compacted"] == info.bytes_removed
     # Nothing left to do: no new version.
     assert out.compact(target_file_size=1 << 20).version == out.version
     # Old versions still read their own files.
@@ -143,7 +146,8 @@ def test_sort_by_sorts_each_output() -> None:
     assert _sorted(out.read()).equals(_sorted(ds.read()))
     for f in out.plan().files:
         v = out.read_file(f).column("v").to_pylist()
-        assert v == sorted(v) and len(v) == 40
+        assert v == sorted(v)
+        assert len(v) == 40
     assert out.info is not None
     assert out.info.parameters["sort_by"] == "v ASC"
 
@@ -202,10 +206,10 @@ def test_compaction_and_concurrent_append_both_land() -> None:
         base = Dataset.open(store, "c")
         errors: list[BaseException] = []
 
-        def append(k: int, rnd: int = rnd) -> None:
+        def append(k: int, rnd: int = rnd, errors: list[BaseException] = errors) -> None:
             try:
                 Dataset.open(store, "c").append(_chunk(10_000 + 100 * rnd + 10 * k, 5))
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors.append(exc)
 
         threads = [threading.Thread(target=append, args=(k,)) for k in range(2)]

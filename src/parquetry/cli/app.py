@@ -187,12 +187,13 @@ def _register() -> None:
         cmd_browse,
         cmd_codec,
         cmd_maintain,
+        cmd_ops,
         cmd_report,
         cmd_scan,
         cmd_tools,
     )
 
-    for module in (cmd_browse, cmd_scan, cmd_maintain, cmd_report, cmd_tools, cmd_codec):
+    for module in (cmd_browse, cmd_scan, cmd_maintain, cmd_ops, cmd_report, cmd_tools, cmd_codec):
         module.register(app)
 
 

@@ -151,8 +151,14 @@ class Bar:
     def advance(self, amount: float = 1) -> None:
         self._progress.advance(self._task, amount)
 
-    def update(self, *, completed: float | None = None, description: str | None = None) -> None:
-        self._progress.update(self._task, completed=completed, description=description)
+    def update(
+        self,
+        *,
+        completed: float | None = None,
+        description: str | None = None,
+        total: float | None = None,
+    ) -> None:
+        self._progress.update(self._task, completed=completed, description=description, total=total)
 
 
 @contextmanager

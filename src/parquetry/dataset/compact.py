@@ -10,7 +10,10 @@ Conflicts: rows do not change, so a compaction never conflicts with a commit tha
 inputs alone (appends, replaces of other partitions, index builds: a lost race is
 re-applied on the newer version). If a concurrent commit removed or replaced any input,
 the compaction would resurrect or duplicate rows: it raises :class:`CommitConflict` naming
-those files, deletes its outputs and commits nothing.
+those files, deletes its outputs and commits nothing. The commit is the rewrite engine's
+(:func:`~parquetry.dataset.rewrite.rewrite_files`: inputs dropped unread, outputs added),
+which records the metrics (``files_compacted``, ``files_added``, ``bytes_compacted``,
+``bytes_added``, ``partitions_compacted``) in the version.
 """
 
 from __future__ import annotations
@@ -19,16 +22,15 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from parquetry.dataset.commit import MAX_RETRIES, commit, now_iso
+from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.compact_plan import CompactionPlan
 from parquetry.dataset.compact_write import BinWriter
 from parquetry.dataset.encrypted import write_options_for
-from parquetry.dataset.intents import abandon_files, claim_for_commit
-from parquetry.dataset.metadata import DatasetDocument
-from parquetry.dataset.ops import apply_change, fit_concurrent_schema
+from parquetry.dataset.intents import abandon_files
+from parquetry.dataset.rewrite import rewrite_files
 from parquetry.dataset.versions import LoadedState
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import CommitConflict, InvalidArgument, ParquetryError, UnknownColumn
+from parquetry.errors import InvalidArgument, ParquetryError, UnknownColumn
 from parquetry.parquet import WriteOptions
 
 if TYPE_CHECKING:
@@ -130,19 +132,6 @@ def _write_outputs(
     return outputs
 
 
-def _check_inputs(doc: DatasetDocument, base: DatasetDocument, labels: frozenset[str]) -> None:
-    """CommitConflict naming the inputs a concurrent commit removed or replaced."""
-    gone = sorted(lbl for lbl in labels if base.partitions.get(lbl) != doc.partitions.get(lbl))
-    if gone:
-        keys = [k for lbl in gone[:5] for k in doc.partitions[lbl].values()]
-        raise CommitConflict(
-            f"dataset {doc.uuid!r}: a concurrent commit removed {len(gone)} of the files this "
-            f"compaction rewrites ({', '.join(keys)}{', ...' if len(gone) > 5 else ''}); "
-            "nothing is committed (compact again on the newest version)",
-            key=keys[0] if keys else None,
-        )
-
-
 def compact(
     ds: Dataset,
     *,
@@ -161,62 +150,22 @@ def compact(
         return None
     params = _parameters(ds, plan, partitions, keys, min_files)
     outputs = _write_outputs(ds, plan, keys, write_options, progress)
-    store, doc = ds.store, ds.document
-    assert doc.schema is not None
-    schema, labels = doc.schema, plan.labels
-    metrics = compaction_metrics(plan, outputs)
-    try:
-        claim, work = claim_for_commit(
-            store, doc.uuid, [(f.key, f.size, f.intent) for f in outputs], verify=False
-        )
-
-        def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
-            assert base is not None
-            assert base.schema is not None
-            _check_inputs(doc, base, labels)
-            target = schema
-            if not base.schema.equals(schema):
-                target = fit_concurrent_schema(base, schema, merge=False, what="compaction")
-            return apply_change(
-                work,
-                base,
-                number=number,
-                parent=number - 1,
-                committed_at=now_iso(),
-                operation="compact",
-                schema=target,
-                add=outputs,
-                remove=set(labels),
-                metadata=metadata,
-                parameters=params,
-                **_extra(metrics),
-            )
-
-        fmt = ds._pointer_format or doc.metadata_format
-        stale = None
-        if ds._foreign:
-            stale = "msgpack.zstd" if ds._pointer_format == "json" else "json"
-        committed = commit(
-            store,
-            doc.uuid,
-            doc,
-            ds._number,
-            make,
-            max_retries=max_retries,
-            pointer_format=fmt,
-            stale_format=stale,
-            claim=claim,
-        )
-    except CommitConflict:
-        abandon_files(store, doc.uuid, outputs)
-        raise
-    return LoadedState.committed(committed, fmt)
+    # Inputs dropped unread, outputs added: the engine commits once, re-applies on a newer
+    # version that still has every input, raises CommitConflict naming them otherwise, and
+    # abandons the outputs when the commit is known not to happen.
+    return rewrite_files(
+        ds,
+        (),
+        _unused_edit,
+        drop=sorted(plan.labels),
+        add=outputs,
+        operation="compact",
+        parameters=params,
+        metrics=compaction_metrics(plan, outputs),
+        max_retries=max_retries,
+        metadata=metadata,
+    )
 
 
-def _extra(metrics: Mapping[str, int]) -> dict[str, Any]:
-    """Operation metrics for apply_change, where it records them (``VersionInfo.extra``)."""
-    import inspect
-
-    if "extra" in inspect.signature(apply_change).parameters:
-        return {"extra": dict(metrics)}
-    return {}
+def _unused_edit(label: str, table: Any) -> None:  # no file is read: nothing to edit
+    return None

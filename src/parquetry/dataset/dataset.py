@@ -433,6 +433,69 @@ class Dataset(VersionReader):
         state = evolve_schema(self, add, widen or {}, parameters)
         return self if state is None else Dataset(self.store, state, decryption=self._decryption)
 
+    def upsert(
+        self,
+        data: Any,
+        on: Sequence[str],
+        *,
+        when_matched: str = "update",
+        when_not_matched: str = "insert",
+        merge_schema: bool = False,
+        write_options: WriteOptions | None = None,
+    ) -> Dataset:
+        """MERGE ``data`` into the dataset by the key columns ``on``, in one commit.
+
+        A dataset row whose key equals a data row's is updated (``when_matched="update"``),
+        deleted (``"delete"``) or left alone (``"ignore"``); a data row matching none is
+        inserted (``when_not_matched="insert"``) or dropped (``"ignore"``). A NULL key
+        never matches. Duplicate keys in ``data`` raise InvalidArgument. Only the files
+        that may hold a key are read (partition keys, secondary index, statistics) and only
+        those with a match are rewritten. See :mod:`parquetry.dataset.upsert`.
+        """
+        from parquetry.dataset.upsert import upsert
+
+        state = upsert(
+            self,
+            data,
+            on,
+            when_matched=when_matched,
+            when_not_matched=when_not_matched,
+            merge_schema=merge_schema,
+            write_options=write_options,
+        )
+        return Dataset(self.store, state, decryption=self._decryption)
+
+    def delete_where(self, predicates: Any, **options: Any) -> Dataset:
+        """Delete the rows matching ``predicates`` (kartothek DNF), in one commit
+        (operation ``delete``); ``delete()`` removes the whole dataset instead.
+
+        Files that cannot match are not read, files whose partition values match are dropped
+        unread, others are rewritten one at a time (see :mod:`parquetry.dataset.rowops`).
+        ``options``: ``write_options``, ``parameters``, ``max_retries``, ``progress``.
+        Raises CommitConflict if a concurrent commit removed a file this delete rewrites.
+        """
+        from parquetry.dataset.rowops import delete_where
+
+        done = delete_where(self, predicates, **options)
+        return Dataset(self.store, done.state, decryption=self._decryption)
+
+    def update_where(
+        self,
+        predicates: Any,
+        set: Mapping[str, Any],
+        **options: Any,
+    ) -> Dataset:
+        """Set columns of the rows matching ``predicates`` (kartothek DNF), in one commit
+        (operation ``update_where``): ``set={column: value or pyarrow.compute expression}``,
+        each evaluated on the old row and cast strictly (refused before any write, naming
+        the column). Updating a partition key moves the rows to their new partition.
+        ``options``: as :meth:`delete_where` (see :mod:`parquetry.dataset.rowops`).
+        """
+        from parquetry.dataset.rowops import update_where
+
+        done = update_where(self, predicates, set, **options)
+        return Dataset(self.store, done.state, decryption=self._decryption)
+
     def build_index(self, column: str) -> Dataset:
         """Build (or rebuild) a secondary index on ``column`` over every file."""
         if column not in self.schema.names:

@@ -221,6 +221,10 @@ def _version(info: Any, out: Problems) -> None:
         for k, v in params.items():
             if not isinstance(v, str):
                 out.append(f"{p}.parameters[{k!r}]: expected a string, found {short_repr(v)}")
+    metrics = info.get("metrics", {})
+    if _obj(metrics, f"{p}.metrics", out):
+        for k, v in metrics.items():
+            _int(v, f"{p}.metrics[{k!r}]", out)
     _str(info.get("operation"), f"{p}.operation", out)
     when = info.get("committed_at")
     if _str(when, f"{p}.committed_at", out):

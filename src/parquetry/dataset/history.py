@@ -37,7 +37,8 @@ class HistoryEntry:
     parameters: Mapping[str, str] = field(default_factory=dict)
     #: ``rows_added``, ``rows_removed``, ``files_added``, ``files_removed``,
     #: ``bytes_added``, ``bytes_removed`` (bytes are 0 for versions written before they
-    #: were recorded).
+    #: were recorded), plus the operation's own counts (:attr:`VersionInfo.extra`: e.g.
+    #: ``rows_deleted``, ``rows_updated``, ``rows_copied``, ``files_rewritten``).
     metrics: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -54,6 +55,7 @@ class HistoryEntry:
                 "files_removed": info.files_removed,
                 "bytes_added": info.bytes_added,
                 "bytes_removed": info.bytes_removed,
+                **info.extra,
             },
         )
 

@@ -176,6 +176,10 @@ class VersionInfo:
     #: The operation's parameters as strings (save mode, replaceWhere, Spark application id,
     #: the caller's own entries); empty in documents written before parameters were recorded.
     parameters: Mapping[str, str] = field(default_factory=dict)
+    #: Operation-specific counts (JSON key ``"metrics"``; Delta-like names such as
+    #: ``rows_deleted``, ``rows_updated``, ``rows_copied``, ``files_rewritten``); empty for
+    #: plain writes and in documents written before table operations.
+    extra: Mapping[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         # New fields only when set: documents stay byte-identical to older writers' otherwise.
@@ -185,6 +189,8 @@ class VersionInfo:
             extra["bytes_removed"] = self.bytes_removed
         if self.parameters:
             extra["parameters"] = dict(self.parameters)
+        if self.extra:
+            extra["metrics"] = dict(self.extra)
         return {
             "number": self.number,
             "parent": self.parent,
@@ -200,7 +206,10 @@ class VersionInfo:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> VersionInfo:
-        return cls(**{k: doc[k] for k in doc if k in cls.__slots__})
+        fields = {k: doc[k] for k in doc if k in cls.__slots__ and k != "extra"}
+        if "metrics" in doc:
+            fields["extra"] = dict(doc["metrics"])
+        return cls(**fields)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,159 @@
+"""Batch index lookups (many values at once) against a brute-force oracle, requests counted."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from parquetry.dataset import indexpieces
+from parquetry.dataset.indexlookup import lookup_values
+from parquetry.dataset.indexpieces import piece_metadata
+from parquetry.dataset.indexstate import IndexState, MergePolicy
+from parquetry.errors import InvalidArgument, MetadataCorrupted
+from parquetry.store import MemoryStore
+from parquetry.testing import CountingStore
+
+WRITE = MergePolicy(inline_pairs=0, max_small_pieces=100)
+
+
+def _pairs(items: list[tuple[Any, str]], t: pa.DataType) -> pa.Table:
+    return pa.table(
+        {
+            "value": pa.array([v for v, _ in items], t),
+            "label": pa.array([lbl for _, lbl in items], pa.string()),
+        }
+    )
+
+
+# Labels are unique names in a dataset: each step adds labels of its own (slot -> label
+# "p=<slot>/<step>"); a removal picks among the labels added so far.
+PAIRS = st.lists(st.tuples(st.integers(-20, 60), st.integers(0, 3)), min_size=1)
+REMOVE = st.tuples(st.just("remove"), st.lists(st.integers(0, 50), min_size=1, max_size=3))
+CHECKPOINT = st.tuples(st.just("checkpoint"), st.just([]))
+# Removals and checkpoints drawn as often as additions: dead labels over pieces matter.
+STEP = st.one_of(
+    st.tuples(st.just("add"), PAIRS),
+    st.tuples(st.just("delta"), PAIRS),
+    REMOVE,
+    CHECKPOINT,
+    REMOVE,
+    CHECKPOINT,
+)
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    steps=st.lists(STEP, min_size=2, max_size=10),
+    wanted=st.lists(st.none() | st.integers(-25, 65), max_size=30),
+    group_rows=st.integers(1, 5),
+    limit=st.sampled_from([1, 200, 1 << 20]),
+)
+def test_batch_lookup_equals_a_brute_force_oracle(
+    steps: list[tuple[str, Any]],
+    wanted: list[int | None],
+    group_rows: int,
+    limit: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Tiny row groups, so pieces have many and the choice of groups is exercised.
+    monkeypatch.setattr(indexpieces, "PIECE_ROW_GROUP", group_rows)
+    store = CountingStore(MemoryStore())
+    state = IndexState.empty("k", pa.int64())
+    oracle: dict[int, set[str]] = {}
+    added: list[str] = []
+    for step, (kind, arg) in enumerate(steps):
+        if kind in ("add", "delta"):
+            arg = [(v, f"p={slot}/{step:032x}") for v, slot in arg]
+            added += sorted({lbl for _, lbl in arg} - set(added))
+            table = _pairs(arg, pa.int64())
+            if kind == "add":
+                state = state.with_pairs(table)
+            else:
+                doc = json.loads(json.dumps(state.encode_delta(store, "u", table, inline_max=2)))
+                state = state.with_delta(doc, key="u/x")
+            for v, lbl in arg:
+                oracle.setdefault(v, set()).add(lbl)
+        elif kind == "remove":
+            arg = [added[i % len(added)] for i in arg] if added else []
+            state = state.without_labels(arg)
+            for held in oracle.values():
+                held -= set(arg)
+        else:
+            state = state.checkpoint(store, "u", policy=WRITE)
+    store.reset()
+    got = lookup_values(store, state, pa.array(wanted, pa.int64()), max_request_bytes=limit)
+    expected = {v: oracle[v] for v in set(wanted) if v is not None and oracle.get(v)}
+    assert got.mapping() == expected
+    assert got.labels() == set().union(*expected.values()) if expected else not got.labels()
+    # Each piece: at most one GET per chosen row group, no other request.
+    pieces = [*state.pieces, *(tp.footer for tp in state.tail_pieces)]
+    groups = sum(piece_metadata(f).num_row_groups for f in pieces)
+    assert set(store.counts) <= {"get_range"}
+    assert store.total == got.requests <= groups
+    assert got.requests == 0 or set(got.request_keys) <= {f.key for f in pieces}
+
+
+def test_ten_thousand_keys_read_each_row_group_once_in_bounded_requests() -> None:
+    """10,000 random keys into a 1M-value index (31 row groups, ~14 MiB): every group
+    holds a key, each is read once, in requests of at most ``max_request_bytes``."""
+    store = CountingStore(MemoryStore())
+    rng = np.random.default_rng(7)
+    n = 1_000_000
+    values = pa.array(np.arange(n, dtype=np.int64) * 3)
+    labels = pa.array([f"p={i % 1000}/{i % 1000:032x}" for i in range(n)])
+    state = IndexState.empty("k", pa.int64()).with_pairs(
+        pa.table({"value": values, "label": labels})
+    )
+    state = state.checkpoint(store, "u", policy=WRITE)
+    (piece,) = state.pieces
+    md = piece_metadata(piece)
+    keys = rng.choice(n * 3, size=10_000, replace=False).astype(np.int64)
+    expected = {int(k): {f"p={k // 3 % 1000}/{k // 3 % 1000:032x}"} for k in keys if k % 3 == 0}
+    for limit, bound in ((32 << 20, 1), (1 << 20, math.ceil(piece.size / (1 << 20)) + 1)):
+        store.reset()
+        got = lookup_values(store, state, pa.array(keys), max_request_bytes=limit)
+        assert got.mapping() == expected
+        assert got.groups_read == md.num_row_groups  # every group holds a key: each read once
+        assert store.total == got.requests <= bound
+        assert store.bytes_read < piece.size
+    # Keys clustered in one value range touch the one or two groups covering it.
+    store.reset()
+    got = lookup_values(store, state, pa.array(np.arange(600_000, 610_000, dtype=np.int64)))
+    assert got.groups_read <= 2
+    assert store.total == 1
+    assert len(got.mapping()) == len(range(600_000, 610_000, 3))
+
+
+def test_strings_dead_labels_and_tail() -> None:
+    store = MemoryStore()
+    state = IndexState.empty("s", pa.string())
+    state = state.with_pairs(_pairs([("a", "L1"), ("b", "L2"), ("c", "L3")], pa.string()))
+    state = state.checkpoint(store, "u", policy=WRITE)
+    state = state.without_labels(["L2"]).with_pairs(_pairs([("b", "L4"), ("z", "L5")], pa.string()))
+    got = lookup_values(store, state, pa.array(["b", "z", "q", None, "b"]))
+    assert got.mapping() == {"b": {"L4"}, "z": {"L5"}}
+    assert lookup_values(store, state, pa.array([], pa.string())).requests == 0
+
+
+def test_errors_name_the_column_or_piece() -> None:
+    store = MemoryStore()
+    state = IndexState.empty("k", pa.int64()).with_pairs(_pairs([(1, "L")], pa.int64()))
+    state = state.checkpoint(store, "u", policy=WRITE)
+    with pytest.raises(InvalidArgument, match="'k'"):
+        lookup_values(store, state, pa.array(["x"]))
+    with pytest.raises(InvalidArgument, match="max_request_bytes"):
+        lookup_values(store, state, pa.array([1]), max_request_bytes=0)
+    store.delete(state.pieces[0].key)
+    with pytest.raises(MetadataCorrupted, match=state.pieces[0].key):
+        lookup_values(store, state, pa.array([1]))
