@@ -71,7 +71,7 @@ def test_evolve_schema_adds_and_widens_without_writing_data() -> None:
 def test_evolve_schema_refusals_name_the_column() -> None:
     store = MemoryStore()
     ds = _base(store)
-    with pytest.raises(InvalidArgument, match="'req'.*non-nullable"):
+    with pytest.raises(InvalidArgument, match=r"'req'.*non-nullable"):
         ds.evolve_schema(add=[pa.field("req", pa.int64(), nullable=False)])
     with pytest.raises(SchemaMismatch, match=r"'n'.*from int32 to int16"):
         ds.evolve_schema(widen={"n": pa.int16()})
@@ -81,9 +81,9 @@ def test_evolve_schema_refusals_name_the_column() -> None:
         ds.evolve_schema(widen={"n": pa.string()})
     with pytest.raises(UnknownColumn, match="'zz'"):
         ds.evolve_schema(widen={"zz": pa.int64()})
-    with pytest.raises(InvalidArgument, match="'n'.*already exists"):
+    with pytest.raises(InvalidArgument, match=r"'n'.*already exists"):
         ds.evolve_schema(add=[pa.field("n", pa.int64())])
-    with pytest.raises(SchemaMismatch, match="'N'.*only in case"):
+    with pytest.raises(SchemaMismatch, match=r"'N'.*only in case"):
         ds.evolve_schema(add=[pa.field("N", pa.int64())])
     # Refused before anything is committed.
     assert Dataset.open(store, "e").version == ds.version
