@@ -131,14 +131,18 @@ def operations(rows: int, partitions: int) -> list[tuple[str, dict[str, Any]]]:
     return [
         ("delete 1% by key", {"kind": "delete", "column": "k", "below": rows // 100}),
         ("update where v range", {"kind": "update", "column": "v", "below": 0.01}),
-        ("update where p range", {"kind": "update", "column": "p", "below": partitions // 100}),
+        (
+            "update where p range",
+            {"kind": "update", "column": "p", "below": max(1, partitions // 100)},
+        ),
     ]
 
 
-def case(root_dir: Path, quick: bool) -> list[dict[str, Any]]:
-    """Every row-level case on one table (built once; each side works on a clone)."""
+def case(root_dir: Path, quick: bool, size: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Every row-level case on one table (built once; each side works on a clone).
+    ``size``: ``{"rows": .., "partitions": ..}`` instead of bench_ops' (smoke tests)."""
     bench = _bench_ops()
-    size = bench.QUICK if quick else bench.FULL
+    size = size or (bench.QUICK if quick else bench.FULL)
     rows, partitions = size["rows"], size["partitions"]
     base = root_dir / "base"
     base.mkdir(parents=True, exist_ok=True)

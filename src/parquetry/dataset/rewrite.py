@@ -44,11 +44,11 @@ Memory bound
 Each file is read, edited and its kept rows handed to the writer by one task;
 ``concurrency`` tasks run at a time (default 1; ``edit`` must then be thread-safe: it is
 called from worker threads, on different files). Kept rows are buffered up to
-``buffer_bytes`` (default 16 MiB) and written together: many small inputs make few outputs
+``buffer_bytes`` (default 4 MiB) and written together: many small inputs make few outputs
 (one write intent, one file per partition per flush); a larger table is written at once.
 Peak memory is therefore about ``concurrency`` x (one input file decoded + the rows its
 edit keeps) + the buffer + one write (its sorted copy and encoded output files): **about 3-4x
-the decoded size of the largest file rewritten, plus 16 MiB**, with the default
+the decoded size of the largest file rewritten, plus 4 MiB**, with the default
 concurrency, whatever the size of the dataset (tested under RLIMIT_AS). The file
 descriptions collected cost a few hundred bytes per file, plus the distinct values of
 indexed columns.
@@ -113,7 +113,7 @@ __all__ = [
 ]
 
 #: Kept rows buffered before they are written (small files are written together).
-BUFFER_BYTES = 16 << 20
+BUFFER_BYTES = 4 << 20
 #: The counts the engine keeps itself (see the module docstring).
 ENGINE_METRICS = ("rows_deleted", "rows_updated", "rows_copied", "files_rewritten")
 
