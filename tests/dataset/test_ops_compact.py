@@ -239,6 +239,21 @@ def test_compaction_conflicts_when_an_input_was_removed() -> None:
     # Nothing committed, its outputs deleted.
     assert Dataset.open(store, "c").info.operation == "update"  # type: ignore[union-attr]
     assert {m.key for m in store.list("c/table/")} == before_keys
+    # A row-level delete rewriting one input of partition 2 conflicts the same way.
+    stale = Dataset.open(store, "c")
+    victim = next(f for f in stale.plan().files if f.partition == (("p", 2),))
+    one_id = stale.read_file(victim).column("id")[0].as_py()
+    Dataset.open(store, "c").delete_where([[("id", "==", one_id)]])
+    with pytest.raises(CommitConflict, match="removed 1 of the files") as info:
+        stale.compact(target_file_size=1 << 20)
+    assert victim.key in str(info.value)
+    # Two compactions of the same files: the first wins, the second conflicts.
+    first, second = Dataset.open(store, "c"), Dataset.open(store, "c")
+    rows = _sorted(first.read())
+    first.compact(target_file_size=1 << 20)
+    with pytest.raises(CommitConflict):
+        second.compact(target_file_size=1 << 20)
+    assert _sorted(Dataset.open(store, "c").read()).equals(rows)
 
 
 def _count_calls() -> int:
