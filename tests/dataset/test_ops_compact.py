@@ -353,3 +353,18 @@ def test_compaction_memory_is_bounded(tmp_path: Path) -> None:
     assert int(growth) < 12 * target, f"peak RSS grew by {int(growth) >> 20} MiB"
     # pyarrow's own peak allocation (buffers, the encoded output): about 4 targets.
     assert int(arrow_peak) < 5 * target, f"pyarrow peak {int(arrow_peak) >> 20} MiB"
+
+
+def test_a_corrupt_input_fails_naming_it_and_commits_nothing() -> None:
+    from parquetry.errors import InvalidFormat
+
+    store = MemoryStore()
+    ds = _many_small(store, appends=3, rows=6)
+    victim = ds.plan().files[1]
+    data = store.get(victim.key)
+    store.put(victim.key, data[:8] + b"\x00" * (len(data) - 16) + data[-8:])  # footer kept
+    with pytest.raises(InvalidFormat, match=victim.key):
+        ds.compact(target_file_size=1 << 20)
+    assert Dataset.open(store, "c").version == ds.version
+    data_keys = {m.key for m in store.list("c/table/") if "=" in m.key}
+    assert data_keys == {f.key for f in ds.plan().files}  # outputs written so far deleted
