@@ -40,6 +40,8 @@ ROW_GROUP_BYTES = 64 << 20
 #: small files fast on an object store, where each GET waits on the network).
 READ_AHEAD_BYTES = 32 << 20
 READ_AHEAD_FILES = 16
+#: Threads reading small files ahead (pyarrow releases the GIL while decoding).
+READ_THREADS = 4
 
 
 def merge_stats(
@@ -138,7 +140,7 @@ class BinWriter:
         def whole(f: PlannedFile) -> list[pa.Table]:
             return read_whole_file(self.store, self.schema, f, names, self.decryption)
 
-        with ThreadPoolExecutor(max_workers=4) as pool:
+        with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
             pending: list[tuple[PlannedFile, Future[list[pa.Table]] | None]] = []
             i = 0
             while i < len(files) or pending:
