@@ -175,4 +175,7 @@ def _report_delete(
 
 
 def register(app: typer.Typer) -> None:
+    from parquetry.cli import cmd_ops_maint
+
     app.command("delete")(delete)
+    cmd_ops_maint.register(app)  # compact, restore

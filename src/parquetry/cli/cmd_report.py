@@ -150,7 +150,7 @@ def report(
     bytes per column with compression ratios, rows over the versions.
     """
     from parquetry.cli.checks import file_count
-    from parquetry.cli.report import render_html
+    from parquetry.cli.report import compaction_advice, render_html
     from parquetry.cli.targets import resolve_dataset
 
     store = open_cli_store(url, StoreOptions(endpoint=endpoint, region=region))
@@ -162,6 +162,9 @@ def report(
         return
     output.write_text(render_html(data), encoding="utf-8")
     typer.echo(f"wrote {output} ({len(data.files)} files, {len(data.problems)} problems)", err=True)
+    advice = compaction_advice(data)
+    if advice:
+        typer.echo(f"recommended: {advice}", err=True)
 
 
 def register(app: typer.Typer) -> None:

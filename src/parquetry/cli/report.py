@@ -22,12 +22,15 @@ __all__ = [
     "FileInfo",
     "ReportData",
     "VersionInfo",
+    "compaction_gain",
     "render_html",
     "size_histogram",
 ]
 
 #: Files below this size are "small" (the small-file problem: too many requests per byte).
 SMALL_FILE_BYTES = 8 * 1024 * 1024
+#: Target size the compaction recommendation assumes (``Dataset.compact``'s default).
+COMPACT_TARGET = 128 << 20
 #: Partitions shown in the per-partition charts (the largest ones).
 MAX_PARTITION_BARS = 40
 
@@ -134,6 +137,38 @@ def _per_partition(files: Sequence[FileInfo]) -> list[tuple[str, int, int, int]]
     return sorted(((p, n, r, b) for p, (n, r, b) in acc.items()), key=lambda t: (-t[3], t[0]))
 
 
+def compaction_gain(
+    files: Sequence[FileInfo], target: int = COMPACT_TARGET
+) -> tuple[int, int, int]:
+    """(files before, files after, partitions compacted) of ``parquetry compact`` at
+    ``target``: the same bin packing per partition (files below the target, first fit
+    decreasing, single-file bins and partitions with one small file left alone)."""
+    from parquetry.dataset.compact_plan import pack
+
+    parts: dict[str, list[int]] = defaultdict(list)
+    for f in files:
+        parts[f.partition].append(f.size)
+    after, touched = len(files), 0
+    for sizes in parts.values():
+        bins = pack(sizes, target)
+        after -= sum(len(b) for b in bins) - len(bins)
+        touched += bool(bins)
+    return len(files), after, touched
+
+
+def compaction_advice(data: ReportData) -> str | None:
+    """The recommendation shown when compaction would remove files (kartothek datasets)."""
+    if data.kind != "kartothek":
+        return None
+    before, after, parts = compaction_gain(data.files)
+    if after >= before:
+        return None
+    return (
+        f"compact: {before:,} → {after:,} files in {parts:,} partitions at a "
+        f"{human_bytes(COMPACT_TARGET)} target (parquetry compact {data.store} {data.dataset})"
+    )
+
+
 def _summary(data: ReportData) -> list[tuple[str, str]]:
     sizes = [f.size for f in data.files]
     total = sum(sizes)
@@ -156,6 +191,11 @@ def _summary(data: ReportData) -> list[tuple[str, str]]:
         comp = sum(c.compressed for c in data.columns) or 1
         ratio = sum(c.uncompressed for c in data.columns) / comp
         rows.append(("compression ratio", f"{ratio:.1f} x"))
+    if data.kind == "kartothek":
+        advice = compaction_advice(data)
+        rows.append(
+            ("recommendation", advice or "none (files are not small, or one per partition)")
+        )
     rows.append(("problems", str(len(data.problems)) if data.problems else "none found"))
     return rows
 

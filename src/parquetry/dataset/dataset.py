@@ -8,12 +8,13 @@ returning a new ``Dataset``; the old object keeps reading its own version.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, overload
 
 import pyarrow as pa
 
 from parquetry.dataset.commit import MAX_RETRIES
+from parquetry.dataset.compact_plan import DEFAULT_TARGET_SIZE, CompactionPlan
 from parquetry.dataset.create import Batches
 from parquetry.dataset.encrypted import write_options_for
 from parquetry.dataset.evolve import resolve_write_schema
@@ -349,6 +350,88 @@ class Dataset(VersionReader):
 
         state = replace_where(self, predicates, data, write_options=write_options)
         return Dataset(self.store, state, decryption=self._decryption)
+
+    @overload
+    def compact(
+        self,
+        *,
+        target_file_size: int = ...,
+        partitions: Any = ...,
+        sort_by: Any = ...,
+        min_files: int = ...,
+        dry_run: Literal[False] = ...,
+        write_options: WriteOptions | None = ...,
+        progress: Callable[[int, int], None] | None = ...,
+    ) -> Dataset: ...
+    @overload
+    def compact(
+        self,
+        *,
+        target_file_size: int = ...,
+        partitions: Any = ...,
+        sort_by: Any = ...,
+        min_files: int = ...,
+        dry_run: Literal[True],
+        write_options: WriteOptions | None = ...,
+        progress: Callable[[int, int], None] | None = ...,
+    ) -> CompactionPlan: ...
+    def compact(
+        self,
+        *,
+        target_file_size: int = DEFAULT_TARGET_SIZE,
+        partitions: Any = None,
+        sort_by: Any = None,
+        min_files: int = 2,
+        dry_run: bool = False,
+        write_options: WriteOptions | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Dataset | CompactionPlan:
+        """Bin-pack each partition's files smaller than ``target_file_size`` into files near
+        it (see :mod:`parquetry.dataset.compact`); one commit, operation ``"compact"``.
+
+        ``partitions``: a DNF over partition keys selecting the partitions to compact.
+        ``sort_by``: column(s) (or ``(column, "descending")``) each output is sorted by.
+        ``min_files``: partitions with fewer small files are left alone. ``dry_run``: return
+        the :class:`CompactionPlan` (which files become which) without writing. Returns this
+        dataset when there is nothing to compact. Never conflicts with appends; raises
+        CommitConflict naming the files if a concurrent commit removed one of its inputs.
+        """
+        from parquetry.dataset.compact import compact, sort_keys
+        from parquetry.dataset.compact_plan import plan_compaction
+
+        sort_keys(self, sort_by)  # refuse bad arguments before planning
+        plan = plan_compaction(
+            self, target_file_size=target_file_size, partitions=partitions, min_files=min_files
+        )
+        if dry_run:
+            return plan
+        state = compact(
+            self,
+            plan=plan,
+            partitions=partitions,
+            sort_by=sort_by,
+            min_files=min_files,
+            write_options=write_options,
+            progress=progress,
+        )
+        return self if state is None else Dataset(self.store, state, decryption=self._decryption)
+
+    def evolve_schema(
+        self,
+        *,
+        add: Sequence[pa.Field] = (),
+        widen: Mapping[str, pa.DataType] | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Add nullable columns and widen types losslessly, without rewriting any file (see
+        :mod:`parquetry.dataset.evolution`); operation ``"evolve_schema"``. Old files read
+        with nulls for the added columns and widened values. A non-nullable addition raises
+        InvalidArgument, a lossy widening SchemaMismatch, both naming the column. Returns
+        this dataset when nothing changes."""
+        from parquetry.dataset.evolution import evolve_schema
+
+        state = evolve_schema(self, add, widen or {}, parameters)
+        return self if state is None else Dataset(self.store, state, decryption=self._decryption)
 
     def upsert(
         self,

@@ -24,7 +24,13 @@ from parquetry.parquet.files import open_parquet, read_failure
 from parquetry.parquet.footer import RawFooter
 from parquetry.store import Store
 
-__all__ = ["read_planned_file", "read_plan", "scan_plan"]
+__all__ = [
+    "read_planned_file",
+    "read_plan",
+    "read_row_groups",
+    "read_whole_file",
+    "scan_plan",
+]
 
 Decryption = DecryptionSettings | None
 READ_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError)
@@ -63,12 +69,14 @@ def _open(
     return pf, raw
 
 
-def _read(raw: RawFooter, key: str, read: Callable[[], pa.Table]) -> pa.Table:
+def _read(raw: RawFooter | None, key: str, read: Callable[[], pa.Table]) -> pa.Table:
     try:
         return read()
     except EncryptionError:
         raise
     except (*READ_ERRORS, KeyError, IndexError) as exc:
+        if raw is None:
+            raise  # an unchecked reader: its caller falls back to the checked path
         raise read_failure(raw, key, exc) from None
 
 
@@ -83,12 +91,17 @@ class _FileReader:
         names: list[str],
         filter_columns: Sequence[str],
         decryption: Decryption,
+        opened: pq.ParquetFile | None = None,
     ):
         self.schema, self.planned, self.names = schema, planned, names
         self.partition = dict(planned.partition)
         self.wanted = set(names) | set(filter_columns)
         payload = [n for n in schema.names if n in self.wanted and n not in self.partition]
-        self.pf, self.raw = _open(store, planned, payload, decryption)
+        self.raw: RawFooter | None = None
+        if opened is None:
+            self.pf, self.raw = _open(store, planned, payload, decryption)
+        else:
+            self.pf = opened  # unchecked: its caller falls back to the checked path on errors
         present = set(self.pf.schema_arrow.names)
         self.available = [n for n in payload if n in present]
         self.missing = {n for n in payload if n not in present}
@@ -144,6 +157,50 @@ def read_planned_file(
     names = list(columns) if columns is not None else schema.names
     reader = _FileReader(store, schema, planned, names, filter_columns, decryption)
     return reader.read(None, row_filter)
+
+
+def read_row_groups(
+    store: Store,
+    schema: pa.Schema,
+    planned: PlannedFile,
+    columns: Sequence[str],
+    decryption: Decryption = None,
+) -> Iterator[pa.Table]:
+    """One file's row groups, one table each (cast to ``schema``, projected to ``columns``):
+    a rewrite of the file holds one decoded row group at a time."""
+    reader = _FileReader(store, schema, planned, list(columns), (), decryption)
+    for group in range(reader.row_groups):
+        yield reader.read(group, None)
+
+
+def read_whole_file(
+    store: Store,
+    schema: pa.Schema,
+    planned: PlannedFile,
+    columns: Sequence[str],
+    decryption: Decryption = None,
+) -> list[pa.Table]:
+    """Every row group of one (small) file as tables, like :func:`read_row_groups`, with
+    one GET and pyarrow's own footer parse: the checked footer parse (pure Python) costs
+    more than reading a small file, so it runs only when pyarrow fails on the bytes (and
+    then raises the error naming the file). Encrypted reads always take the checked path.
+    """
+    if decryption is None:
+        try:
+            data = store.get(planned.key)
+        except NotFound:
+            raise MetadataCorrupted(
+                f"data file {planned.key} of partition {planned.label!r} is missing",
+                key=planned.key,
+            ) from None
+        try:
+            pf = pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us")
+            reader = _FileReader(store, schema, planned, list(columns), (), None, opened=pf)
+            whole = reader.pf.read(reader.available, use_threads=False)
+            return [reader._typed(whole, None)]
+        except (*READ_ERRORS, KeyError, IndexError):
+            pass  # corrupt or encrypted: the checked path below says which
+    return list(read_row_groups(store, schema, planned, columns, decryption))
 
 
 def _filter_of(plan: ScanPlan) -> tuple[pc.Expression | None, list[str]]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
+from typing import Any
 
 from parquetry.dataset.commit import commit, now_iso
 from parquetry.dataset.create import put_common_metadata
@@ -34,7 +35,7 @@ from parquetry.errors import (
 )
 from parquetry.store import Store
 
-__all__ = ["restore_version"]
+__all__ = ["plan_restore", "restore_version"]
 
 
 def _data_keys(doc: DatasetDocument) -> dict[str, str]:
@@ -114,6 +115,45 @@ def _put_schema(store: Store, doc: DatasetDocument) -> None:
     )
 
 
+def _target(store: Store, doc: DatasetDocument, version: int) -> DatasetDocument:
+    """Version ``version`` of ``doc``'s dataset, checked restorable (see restore_version)."""
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidArgument(f"version must be an integer, got {version!r}")
+    if version < 0:
+        raise InvalidArgument(f"version must be >= 0, got {version}")
+    target = load_version(store, doc.uuid, version)
+    assert target.version is not None
+    if doc.version is not None and target.version.incarnation != doc.version.incarnation:
+        raise DatasetNotFound(
+            f"version {version} belongs to a deleted earlier dataset {doc.uuid!r}; "
+            "nothing is committed"
+        )
+    _check_files(store, target, version)
+    return target
+
+
+def plan_restore(store: Store, base: LoadedState, version: int) -> dict[str, Any]:
+    """What restoring ``version`` after ``base`` would do (the dry run; commits nothing):
+    files before/after, the data files referenced again / no longer, and their bytes.
+    Raises as :func:`restore_version` would (a missing file, an expired version)."""
+    doc = base.doc
+    target = _target(store, doc, version)
+    old, new = _data_keys(doc), _data_keys(target)
+    added, removed = sorted(set(new) - set(old)), sorted(set(old) - set(new))
+
+    def size(d: DatasetDocument, labels: dict[str, str], keys: list[str]) -> int:
+        return sum(d.files[labels[k]].size for k in keys if labels[k] in d.files)
+
+    return {
+        "files_before": len(old),
+        "files_after": len(new),
+        "files_added": added,
+        "files_removed": removed,
+        "bytes_added": size(target, new, added),
+        "bytes_removed": size(doc, old, removed),
+    }
+
+
 def restore_version(
     store: Store,
     base: LoadedState,
@@ -128,18 +168,7 @@ def restore_version(
     ``base``. Nothing is committed then.
     """
     doc = base.doc
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise InvalidArgument(f"version must be an integer, got {version!r}")
-    if version < 0:
-        raise InvalidArgument(f"version must be >= 0, got {version}")
-    target = load_version(store, doc.uuid, version)
-    assert target.version is not None
-    if doc.version is not None and target.version.incarnation != doc.version.incarnation:
-        raise DatasetNotFound(
-            f"version {version} belongs to a deleted earlier dataset {doc.uuid!r}; "
-            "nothing is committed"
-        )
-    _check_files(store, target, version)
+    target = _target(store, doc, version)
     assert target.schema is not None
     schema_changes = doc.schema is not None and not target.schema.equals(doc.schema)
     if schema_changes:
