@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 from parquetry.dataset import Dataset
-from parquetry.dataset.rewrite import FileEdit, plan_rewrite, rewrite_files
+from parquetry.dataset.rewrite import FileEdit, plan_rewrite, rewrite, rewrite_files
 from parquetry.errors import CommitConflict, InvalidArgument, ParquetryError, SchemaMismatch
 from parquetry.store import MemoryStore
 from parquetry.testing import CountingStore, FaultyStore
@@ -236,3 +236,55 @@ def test_every_failing_store_call_of_a_rewrite_leaves_the_old_or_new_version() -
             grown = ds.append(pa.table({"p": ["d"], "k": [7], "v": [0]}))
             assert grown.read().num_rows == sum(got.values()) + 1
     assert outcomes == {"ok", "failed"}
+
+
+def test_small_outputs_are_written_together_and_concurrency_changes_nothing() -> None:
+    outcomes = []
+    for concurrency, buffer_bytes in ((1, 0), (1, 4 << 20), (3, 0), (3, 4 << 20)):
+        store = MemoryStore()
+        ds = _make(store)
+        for _ in range(3):
+            ds = ds.append(BASE)
+        labels = list(ds.document.partitions)
+        assert len(labels) == 12
+        seen: list[tuple[int, int]] = []
+        result = rewrite(
+            ds,
+            labels,
+            _drop_even,
+            operation="delete",
+            concurrency=concurrency,
+            buffer_bytes=buffer_bytes,
+            progress=lambda d, t: seen.append((d, t)),  # noqa: B023 - called within the loop
+        )
+        out = Dataset(store, result.state)
+        assert seen == [(i, 12) for i in range(13)]
+        assert result.plan.rewritten == tuple(labels)  # in order, whatever the concurrency
+        assert set(result.plan.emptied) == {lbl for lbl in labels if lbl.startswith("p=c/")}
+        assert rows(out.read()) == Counter(dict.fromkeys(_expected(BASE), 4))
+        assert_index_exact(out, "k")
+        # one output file per input file, or (buffered) per partition
+        assert len(out.document.partitions) == (8 if buffer_bytes == 0 else 2)
+        outcomes.append(dict(result.plan.metrics))
+    assert all(m == outcomes[0] for m in outcomes)
+
+
+def test_a_failure_with_concurrent_files_abandons_every_written_file() -> None:
+    store = MemoryStore()
+    ds = _make(store)
+    for _ in range(3):
+        ds = ds.append(BASE)
+    labels = list(ds.document.partitions)
+
+    def boom(label: str, table: pa.Table) -> FileEdit | None:
+        if label == labels[7]:
+            raise ParquetryError("edit failed")
+        return _drop_even(label, table)
+
+    with pytest.raises(ParquetryError, match="edit failed"):
+        rewrite(ds, labels, boom, operation="delete", concurrency=3, buffer_bytes=0)
+    assert orphan_data_files(store, "d") == set()
+    assert not list(store.list("d/_intents/"))
+    assert Dataset.open(store, "d").version == 3
+    with pytest.raises(InvalidArgument, match="concurrency"):
+        rewrite(ds, labels, boom, operation="delete", concurrency=0)

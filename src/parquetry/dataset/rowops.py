@@ -53,7 +53,11 @@ from parquetry.parquet import WriteOptions
 if TYPE_CHECKING:
     from parquetry.dataset.dataset import Dataset
 
-__all__ = ["delete_where", "plan_delete", "plan_update", "update_where"]
+__all__ = ["CONCURRENCY", "delete_where", "plan_delete", "plan_update", "update_where"]
+
+#: Files read, edited and written at the same time by default: 1 keeps the memory bound
+#: of one file (see rewrite.py); more is faster on many small files, costing one bound each.
+CONCURRENCY = 1
 
 
 def _dnf(ds: Dataset, predicates: Any, what: str) -> DNF:
@@ -104,7 +108,13 @@ def _delete_edit(dnf: DNF) -> Any:
     return edit
 
 
-def plan_delete(ds: Dataset, predicates: Any, *, progress: Progress | None = None) -> RewritePlan:
+def plan_delete(
+    ds: Dataset,
+    predicates: Any,
+    *,
+    progress: Progress | None = None,
+    concurrency: int = CONCURRENCY,
+) -> RewritePlan:
     """What :func:`delete_where` would do (reads the partly matching files, writes nothing)."""
     dnf = _dnf(ds, predicates, "delete_where")
     read, drop, dropped_rows = _delete_targets(ds, dnf)
@@ -115,6 +125,7 @@ def plan_delete(ds: Dataset, predicates: Any, *, progress: Progress | None = Non
         drop=drop,
         metrics=_delete_metrics(dropped_rows),
         progress=progress,
+        concurrency=concurrency,
     )
 
 
@@ -130,6 +141,7 @@ def delete_where(
     parameters: Mapping[str, Any] | None = None,
     max_retries: int | None = MAX_RETRIES,
     progress: Progress | None = None,
+    concurrency: int = CONCURRENCY,
 ) -> RewriteResult:
     """The body of :meth:`Dataset.delete_where` (see the module docstring)."""
     dnf = _dnf(ds, predicates, "delete_where")
@@ -145,6 +157,7 @@ def delete_where(
         write_options=write_options,
         max_retries=max_retries,
         progress=progress,
+        concurrency=concurrency,
     )
 
 
@@ -301,12 +314,14 @@ def plan_update(
     set: Mapping[str, Any],
     *,
     progress: Progress | None = None,
+    concurrency: int = CONCURRENCY,
 ) -> RewritePlan:
     """What :func:`update_where` would do (reads the candidate files, writes nothing)."""
     dnf = _dnf(ds, predicates, "update_where")
     assignments = _checked_set(ds, set)
     labels = [f.label for f in ds.plan(_as_tuples(dnf)).files]
-    return plan_rewrite(ds, labels, _update_edit(ds, dnf, assignments), progress=progress)
+    edit = _update_edit(ds, dnf, assignments)
+    return plan_rewrite(ds, labels, edit, progress=progress, concurrency=concurrency)
 
 
 def update_where(
@@ -318,6 +333,7 @@ def update_where(
     parameters: Mapping[str, Any] | None = None,
     max_retries: int | None = MAX_RETRIES,
     progress: Progress | None = None,
+    concurrency: int = CONCURRENCY,
 ) -> RewriteResult:
     """The body of :meth:`Dataset.update_where` (see the module docstring)."""
     dnf = _dnf(ds, predicates, "update_where")
@@ -337,4 +353,5 @@ def update_where(
         write_options=write_options,
         max_retries=max_retries,
         progress=progress,
+        concurrency=concurrency,
     )
