@@ -288,3 +288,23 @@ def test_a_failure_with_concurrent_files_abandons_every_written_file() -> None:
     assert Dataset.open(store, "d").version == 3
     with pytest.raises(InvalidArgument, match="concurrency"):
         rewrite(ds, labels, boom, operation="delete", concurrency=0)
+
+
+def test_a_recorded_metric_that_is_not_an_int_makes_the_document_unreadable() -> None:
+    import json
+
+    from parquetry.dataset.naming import metadata_key
+    from parquetry.errors import PointerCorruptedWarning
+
+    store = MemoryStore()
+    ds = _make(store)
+    rewrite_files(ds, [_label(ds, "a")], _drop_even, operation="delete")
+    doc = json.loads(store.get(metadata_key("d")))
+    assert doc["parquetry"]["version"]["metrics"]["rows_deleted"] == 1
+    doc["parquetry"]["version"]["metrics"]["rows_deleted"] = "one"
+    store.put(metadata_key("d"), json.dumps(doc).encode())
+    # the pointer is refused (named); the version entries still say what the commit did
+    with pytest.warns(PointerCorruptedWarning, match=r"version\.metrics\['rows_deleted'\]"):
+        reopened = Dataset.open(store, "d")
+    assert reopened.info is not None
+    assert reopened.info.extra["rows_deleted"] == 1
