@@ -9,9 +9,9 @@ lies in ``[min, max]``. Adjacent chosen row groups are fetched by one ranged GET
 looked-up values and dropped. Tail pairs (inline in the version) need no request.
 
 Requests: at most ``ceil(bytes of the chosen row groups / max_request_bytes)`` plus one per
-separate run of chosen groups, per piece. For 10,000 random keys in a 10M-value int64 index
-(one piece of ~305 row groups, ~130 MiB) nearly every group holds a key: about 5 GETs of
-32 MiB instead of 10,000; clustered keys (recent ids) touch a few groups: one GET.
+separate run of chosen groups, per piece. Measured: 5,000 random keys in a 10M-value int64
+index (one piece, 306 row groups, 46 MiB) hit every group: 2 GETs instead of 5,000, 5.5 s
+(decoding the label strings); clustered keys (recent ids) touch a few groups: one GET.
 """
 
 from __future__ import annotations

@@ -241,6 +241,16 @@ def match_rows(file_keys: pa.Table, keys: pa.Table, on: Sequence[str]) -> pa.Tab
     """``(FILE_ROW, DATA_ROW)`` of every file row whose key equals a source key."""
     left = file_keys.select(list(on))
     left = left.cast(keys.select(list(on)).schema)
+    if len(on) == 1:
+        # One key column, unique in the source: a hash lookup is exact and ~10x faster
+        # than a join (which the multi-column case needs).
+        at = pc.index_in(left.column(0), value_set=keys.column(0))
+        if isinstance(at, pa.ChunkedArray):
+            at = at.combine_chunks()
+        found = pc.is_valid(at)
+        rows = pa.array(np.flatnonzero(found.to_numpy(zero_copy_only=False)), pa.int64())
+        data_rows = keys.column(DATA_ROW).combine_chunks().take(at.filter(found))
+        return pa.table({FILE_ROW: rows, DATA_ROW: data_rows})
     left = left.append_column(FILE_ROW, pa.array(np.arange(left.num_rows, dtype=np.int64)))
     try:
         joined = left.join(keys, keys=list(on), join_type="inner", use_threads=False)
