@@ -123,6 +123,8 @@ def run(spec: tuple[Any, ...], writers: int, appends: int, profile: bool = False
 
     store = _open(spec)
     Dataset.create(store, UUID, _row(-1), partition_on=["p"], secondary_indices=["k"])
+    # New datasets are format 2 (entries + head): the head is what tells.
+    assert store.exists(f"{UUID}/_head.json"), "the benchmark expects a format-2 dataset"
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(writers)
     out = ctx.Queue()
