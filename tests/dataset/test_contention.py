@@ -49,11 +49,17 @@ class _Scripted(WrapperStore):
         self.part, self.before, self.after = part, before, after
         self.seen = 0
         self.puts: list[str] = []
+        self.log: list[tuple[str, str]] = []  # (request, key), GETs and PUTs in order
+
+    def _get(self, key: str) -> bytes:
+        self.log.append(("get", key))
+        return super()._get(key)
 
     def _put(
         self, key: str, data: bytes | memoryview, mode: PutMode, expected: str | None
     ) -> ObjectMeta:
         self.puts.append(key)
+        self.log.append(("put", key))
         if self.part not in key:
             return super()._put(key, data, mode, expected)
         self.seen += 1
@@ -125,6 +131,9 @@ def test_a_pointer_writer_overwritten_by_a_newer_one_does_not_republish(tmp_path
     writer = _Scripted(inner, "by-dataset-metadata", after=_rival(inner, 100))
     Dataset.open(writer, UUID).append(_row(7))
     assert sum("by-dataset-metadata" in k for k in writer.puts) == 1
+    # ... and reads no entry after it (one probe of the next number, one HEAD of the pointer)
+    after = writer.log[writer.log.index(("put", f"{UUID}.by-dataset-metadata.json")) :]
+    assert [key for op, key in after if op == "get" and "/_versions/" in key] == []
     assert _pointer_number(inner) == 2
     assert sorted(Dataset.open(inner, UUID).read()["w"].to_pylist()) == [-1, 7, 100]
 

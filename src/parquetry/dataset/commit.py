@@ -423,11 +423,15 @@ def publish_pointer(
             if stale_format is not None and stale_format != fmt:
                 store.delete(metadata_key(uuid, stale_format), missing_ok=True)
                 stale_format = None
-            newer, newest, _ = roll_forward(store, uuid, number, doc)
-            if newer is None:
+            # One probe, then (only if the pointer is still ours) read what landed: a writer
+            # that is not the last one reads no entry.
+            if not store.exists(version_key(uuid, number + 1)):
                 return Published(meta, nbytes, number, number, fmt)
             if meta.version is not None and store.head(key).version != meta.version:
-                return Published(meta, nbytes, number, newest, fmt)  # not the last writer
+                return Published(meta, nbytes, number, number + 1, fmt)  # not the last
+            newer, newest, _ = roll_forward(store, uuid, number, doc)
+            if newer is None:  # taken back (a commit racing a delete): nothing newer
+                return Published(meta, nbytes, number, number, fmt)
             doc, number, data = newer, newest, None
     except ParquetryError:
         return None
