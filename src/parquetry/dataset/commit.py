@@ -14,9 +14,11 @@ checks the marker again, so a commit racing a ``delete`` is not acknowledged.
 
 After the commit point the pointer (the kartothek metadata file) is rewritten. Pointer
 writes are unconditional (kartothek writes it the same way), so a slow writer could put an
-older state back; every writer therefore probes for the next version after publishing and
-republishes the newest one until no newer version exists. Readers also probe one version
-ahead, so a commit whose pointer update failed is still visible.
+older state back; the last writer of the pointer therefore probes for the next version
+after publishing and republishes the newest one (:func:`publish_pointer`). Under
+contention a writer that sees a newer version leaves the pointer and the head to that
+version's writer (:func:`finish_commit`). Readers also probe ahead of the head, so a
+commit whose pointer or head update failed is still visible.
 """
 
 from __future__ import annotations
