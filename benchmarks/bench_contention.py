@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import statistics
 import tempfile
 import time
@@ -50,15 +51,58 @@ def _open(spec: tuple[Any, ...]) -> Any:
     return open_store(spec[1], **spec[2])
 
 
-def _writer(spec: tuple[Any, ...], w: int, appends: int, barrier: Any, out: Any) -> None:
+def _kind(key: str) -> str:
+    """The class of object a request touched (for --profile)."""
+    for part, name in (
+        ("/_versions/incarnation-", "incarnation"),
+        ("/_versions/", "entry"),
+        ("/_pending/", "pending"),
+        ("/_head.json", "head"),
+        ("/_intents/", "intent"),
+        ("/_checkpoints/", "checkpoint"),
+        ("/_segments/", "segment"),
+        ("/indices/", "pointer index"),
+        ("by-dataset-metadata", "pointer"),
+    ):
+        if part in key:
+            return name
+    return "data" if key.endswith(".parquet") else "other"
+
+
+def _profiled(store: Any) -> tuple[Any, dict[str, float]]:
+    """``store`` counting requests, and the commit loop's sleeps measured (``--profile``)."""
+    import parquetry.dataset.commit as commit_module
+    from parquetry.testing.stores import CountingStore
+
+    counting = CountingStore(store)
+    slept = {"sleep_s": 0.0, "sleeps": 0.0}
+    backoff = commit_module._backoff
+
+    def timed(*args: Any, **kwargs: Any) -> None:
+        t0 = time.perf_counter()
+        backoff(*args, **kwargs)
+        slept["sleep_s"] += time.perf_counter() - t0
+        slept["sleeps"] += 1
+
+    commit_module._backoff = timed  # type: ignore[assignment]
+    return counting, slept
+
+
+def _writer(
+    spec: tuple[Any, ...], w: int, appends: int, barrier: Any, out: Any, profile: bool = False
+) -> None:
     from parquetry.dataset import Dataset
     from parquetry.errors import ParquetryError
 
     store = _open(spec)
+    slept: dict[str, float] = {}
+    if profile:
+        store, slept = _profiled(store)
     latencies: list[float] = []
     failures: list[str] = []
     barrier.wait()
     start = time.time()
+    cpu0 = time.process_time()
     for i in range(appends):
         t0 = time.perf_counter()
         try:
@@ -67,25 +111,35 @@ def _writer(spec: tuple[Any, ...], w: int, appends: int, barrier: Any, out: Any)
             failures.append(f"{type(exc).__name__}: {exc}")
             continue
         latencies.append(time.perf_counter() - t0)
-    out.put((w, start, time.time(), latencies, failures))
+    counts: dict[str, float] = dict(slept)
+    for kind, key in getattr(store, "log", ()):
+        name = f"{kind} {_kind(key)}"
+        counts[name] = counts.get(name, 0) + 1
+    out.put((w, start, time.time(), latencies, failures, counts, time.process_time() - cpu0))
 
 
-def run(spec: tuple[Any, ...], writers: int, appends: int) -> dict[str, Any]:
+def run(spec: tuple[Any, ...], writers: int, appends: int, profile: bool = False) -> dict[str, Any]:
     from parquetry.dataset import Dataset
 
     store = _open(spec)
     Dataset.create(store, UUID, _row(-1), partition_on=["p"], secondary_indices=["k"])
+    # New datasets are format 2 (entries + head): the head is what tells.
+    assert store.exists(f"{UUID}/_head.json"), "the benchmark expects a format-2 dataset"
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(writers)
     out = ctx.Queue()
     procs = [
-        ctx.Process(target=_writer, args=(spec, w, appends, barrier, out)) for w in range(writers)
+        ctx.Process(target=_writer, args=(spec, w, appends, barrier, out, profile))
+        for w in range(writers)
     ]
     for p in procs:
         p.start()
     results = [out.get(timeout=1800) for _ in procs]
     for p in procs:
         p.join(timeout=60)
+    # CPU seconds the writers used appending (user + system, without process start and
+    # imports): what a commit costs whatever the load.
+    cpu = sum(r[6] for r in results)
     starts = [r[1] for r in results]
     ends = [r[2] for r in results]
     latencies = sorted(x for r in results for x in r[3])
@@ -97,6 +151,10 @@ def run(spec: tuple[Any, ...], writers: int, appends: int) -> dict[str, Any]:
     # A failed append is legitimately missing; anything else missing is lost work.
     lost = len(intended - set(rows)) - len(failures)
     missing = sorted(intended - set(rows))
+    profiled: dict[str, float] = {}
+    for r in results:
+        for name, n in r[5].items():
+            profiled[name] = profiled.get(name, 0) + n
     wall = max(ends) - min(starts)
     return {
         "commits": acknowledged,
@@ -109,9 +167,12 @@ def run(spec: tuple[Any, ...], writers: int, appends: int) -> dict[str, Any]:
         "failure_example": failures[0] if failures else "",
         "lost": max(lost, 0),
         "versions": final.version,
+        "cpu_per_commit": cpu / max(acknowledged, 1),
         # Diagnostics for a loss: the rows missing (writer * 1000 + append index) and
         # whether a version is missing too (versions = acknowledged commits if none is).
         "missing": missing[:20],
+        # --profile: requests by kind and object, and sleeps, per acknowledged append.
+        "profile": {k: v / max(acknowledged, 1) for k, v in sorted(profiled.items())},
     }
 
 
@@ -150,31 +211,46 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=16)
     parser.add_argument("--appends", type=int, default=10)
     parser.add_argument("--only", choices=["local", "s3"])
+    parser.add_argument(
+        "--profile", action="store_true", help="requests and sleeps per append (by object)"
+    )
     args = parser.parse_args()
     appends = 4 if args.quick else args.appends
     rows = []
     if args.only in (None, "local"):
         with tempfile.TemporaryDirectory() as tmp:
-            rows.append(("local disk", run(("local", str(Path(tmp) / "s")), args.writers, appends)))
+            rows.append(
+                (
+                    "local disk",
+                    run(("local", str(Path(tmp) / "s")), args.writers, appends, args.profile),
+                )
+            )
     if args.only in (None, "s3"):
         from parquetry.testing.moto import start_moto_server
 
         server = start_moto_server()
         try:
             rows.append(
-                ("S3 (moto)", run(("s3", server.url(), server.options()), args.writers, appends))
+                (
+                    "S3 (moto)",
+                    run(
+                        ("s3", server.url(), server.options()), args.writers, appends, args.profile
+                    ),
+                )
             )
         finally:
             server.stop()
     print(f"\n{args.writers} writers x {appends} appends (one row each, partitioned + indexed)")
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(
         f"{'store':<12} {'commits':>7} {'commits/s':>10} {'p50 s':>7} {'p99 s':>7} "
-        f"{'max s':>7} {'failed':>6} {'lost':>5}"
+        f"{'max s':>7} {'failed':>6} {'lost':>5} {'CPU s/commit':>12}"
     )
     for name, r in rows:
         print(
             f"{name:<12} {r['commits']:>7} {r['throughput']:>10.1f} {r['p50']:>7.2f} "
-            f"{r['p99']:>7.2f} {r['max']:>7.2f} {r['failures']:>6} {r['lost']:>5}"
+            f"{r['p99']:>7.2f} {r['max']:>7.2f} {r['failures']:>6} {r['lost']:>5} "
+            f"{r['cpu_per_commit']:>12.3f}"
         )
         if r["failure_example"]:
             print(f"  first failure: {r['failure_example']}")
@@ -183,6 +259,11 @@ def main() -> None:
                 f"  newest version {r['versions']} after {r['commits']} acknowledged appends "
                 f"on version 0; rows missing: {r['missing']}"
             )
+    if args.profile:
+        for name, r in rows:
+            print(f"\nper acknowledged append, {name}:")
+            for what, n in r["profile"].items():
+                print(f"  {what:<24} {n:8.2f}")
     print_targets(rows, args.writers)
 
 

@@ -70,7 +70,14 @@ def pairs_schema(t: pa.DataType) -> pa.Schema:
 
 def normalise_pairs(pairs: pa.Table, t: pa.DataType) -> pa.Table:
     """``(value, label)`` rows in type ``t``, null values and null labels dropped."""
-    pairs = pairs.select(["value", "label"]).cast(pairs_schema(t))
+    want = pairs_schema(t)
+    pairs = pairs.select(["value", "label"])
+    # Fast path (every entry's delta is normalised when a version is opened): skip the
+    # cast and the filter when they would change nothing.
+    if not pairs.schema.equals(want):
+        pairs = pairs.cast(want)
+    if pairs.column("value").null_count == 0 and pairs.column("label").null_count == 0:
+        return pairs
     keep = pc.and_(pc.is_valid(pairs.column("value")), pc.is_valid(pairs.column("label")))
     return pairs.filter(keep)
 
