@@ -50,9 +50,13 @@ CHECKPOINT_TAIL_BYTES = 32 * 1024
 #: checkpoint costs: its root, and at least this much (rent or buy, see
 #: :meth:`Lineage.checkpoint_due`).
 CHECKPOINT_MIN_COST = 32 * 1024
-#: Roots up to this size are copied into the head (no GET of the checkpoint to open). With
-#: the tail bound, a head is at most about 64 KiB whatever the table's size.
-ROOT_INLINE_BYTES = 32 * 1024
+#: Roots up to this size are copied into the head (no GET of the checkpoint to open): a
+#: head then costs a commit the root + ~2 sqrt(C e / 2) of tail and checkpoints, <= ~60 KiB
+#: for 1 KiB entries (measured at 10,000 partitions x 10 files, 1M index values: the root
+#: grows from 19 to 33 KiB as the index tail fills up to 512 pairs; 32 KiB here cost that
+#: size a 5th open request). Bigger roots (100,000 partitions: ~200 KiB) are read with the
+#: probe.
+ROOT_INLINE_BYTES = 48 * 1024
 
 _root_sizes: dict[int, tuple[Mapping[str, Any], int]] = {}
 
