@@ -85,3 +85,16 @@ def test_file_template_writes_the_values_it_is_given() -> None:
     got = pq.read_table(pa.BufferReader(template.file(ks, vs)))
     assert got["k"].to_pylist() == ks.tolist()
     assert got["v"].to_pylist() == vs.tolist()
+
+
+def test_sizes_none_runs_only_the_many_commits_phase_with_its_own_budget(
+    tmp_path: Path,
+) -> None:
+    bench = _load()
+    assert bench.parse_sizes("none") == []
+    assert bench.parse_sizes("1k, 5") == [("1k", 1000), ("5", 5)]
+    args = ["--sizes", "none", "--commits", "5", "--many-budget", "600", "--no-delta"]
+    results = bench.main([*args, "--dir", str(tmp_path)])
+    assert results["sizes"] == []
+    assert results["many"]["commits"] == 5
+    assert not results["many"]["budget_hit"]

@@ -18,7 +18,7 @@ O(log n) per file over its life, like a tiered LSM tree).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from parquetry.dataset.entry import apply_sets, catalog_of, empty_state, info_text
@@ -157,10 +157,12 @@ def write_checkpoint(store: Store, doc: DatasetDocument) -> dict[str, Any]:
     return root
 
 
+def list_numbered(store: Store, prefix: str, number_of: Callable[[str], int | None]) -> list[int]:
+    """The numbers ``number_of`` finds in the keys under ``prefix`` (one LIST), sorted;
+    keys it does not recognise (None) are skipped. Checkpoints and versions share it."""
+    numbers = (number_of(meta.key) for meta in store.list(prefix))
+    return sorted(n for n in numbers if n is not None)
+
+
 def list_checkpoints(store: Store, uuid: str) -> list[int]:
-    out = []
-    for meta in store.list(checkpoints_prefix(uuid)):
-        n = checkpoint_number_from_key(meta.key)
-        if n is not None:
-            out.append(n)
-    return sorted(out)
+    return list_numbered(store, checkpoints_prefix(uuid), checkpoint_number_from_key)

@@ -30,12 +30,19 @@ from parquetry.dataset.entry import (
 from parquetry.dataset.head import Lineage, decode_head, head_key
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo
 from parquetry.dataset.naming import version_key
-from parquetry.errors import DatasetNotFound, MetadataCorrupted, NotFound, PointerCorruptedWarning
+from parquetry.errors import (
+    DatasetNotFound,
+    MetadataCorrupted,
+    NotFound,
+    ParquetryError,
+    PointerCorruptedWarning,
+)
 from parquetry.store import Store
 
 __all__ = [
     "Version",
     "advance",
+    "NOT_PROBED",
     "load_head_state",
     "load_state",
     "read_version",
@@ -100,18 +107,30 @@ def advance(
     return new
 
 
+#: What :func:`load_head_state` returns as its probe when it did not probe.
+NOT_PROBED = ("not probed", None, 0)
+
+
 def roll_forward_state(
-    store: Store, uuid: str, doc: DatasetDocument | None, number: int
+    store: Store,
+    uuid: str,
+    doc: DatasetDocument | None,
+    number: int,
+    probe: Version | None = NOT_PROBED,
 ) -> tuple[DatasetDocument | None, int, int, bool]:
     """(state, newest number, GETs, whether anything newer landed) after ``number``.
 
     ``doc`` is the state of ``number`` (None: unknown; then a newer delta entry can only be
-    applied to the state loaded from scratch)."""
+    applied to the state loaded from scratch). ``probe``: ``_versions/<number + 1>`` when
+    the caller read it already (None: missing)."""
     requests = 0
     moved = False
     while True:
-        requests += 1
-        v = read_version(store, uuid, number + 1)
+        if probe is NOT_PROBED:
+            requests += 1
+            v = read_version(store, uuid, number + 1)
+        else:
+            v, probe = probe, NOT_PROBED
         if v is None:
             return doc, number, requests, moved
         number += 1
@@ -122,25 +141,53 @@ def roll_forward_state(
         doc = advance(doc, v, version_key(uuid, number), store)
 
 
-def _from_root(store: Store, uuid: str, c: int, root: Any) -> DatasetDocument:
+def _read_root(store: Store, uuid: str, c: int) -> dict[str, Any]:
     key = checkpoint_key(uuid, c)
+    try:
+        return decode_root(store.get(key), key)
+    except NotFound:
+        raise MetadataCorrupted(f"checkpoint {key} is missing", key=key) from None
+
+
+def _from_root(store: Store, uuid: str, c: int, root: Any) -> DatasetDocument:
     if root is None:
-        try:
-            root = decode_root(store.get(key), key)
-        except NotFound:
-            raise MetadataCorrupted(f"checkpoint {key} is missing", key=key) from None
-    doc = state_from_root(store, uuid, root, key)
+        root = _read_root(store, uuid, c)
+    doc = state_from_root(store, uuid, root, checkpoint_key(uuid, c))
     return doc.evolve(lineage=Lineage(c, root))
 
 
-def load_head_state(store: Store, uuid: str) -> tuple[DatasetDocument, dict[str, Any], int] | None:
-    """(state of the head, head body, requests), or None when there is no head; a corrupted
-    head (or one naming a lost checkpoint) falls back to listing, with a warning."""
+def _root_and_probe(
+    store: Store, uuid: str, c: int, number: int
+) -> tuple[dict[str, Any], Version | None]:
+    """The root of checkpoint ``c`` and ``_versions/<number + 1>``, read concurrently (an
+    open whose head does not inline the root waits for one round trip, not two)."""
+
+    def fetch(i: int) -> Any:
+        if i == 0:
+            return _read_root(store, uuid, c)
+        try:
+            return read_version(store, uuid, number + 1)
+        except ParquetryError:
+            return NOT_PROBED  # the roll forward reads it again and reports the error
+
+    root, probe = store.map_concurrent(fetch, [0, 1], max_workers=2)
+    return root, probe
+
+
+def load_head_state(
+    store: Store, uuid: str, *, probe: bool = False
+) -> tuple[DatasetDocument, dict[str, Any], int, Version | None] | None:
+    """(state of the head, head body, requests, probe), or None when there is no head; a
+    corrupted head (or one naming a lost checkpoint) falls back to listing, with a warning.
+
+    ``probe``: when the root must be read, also read ``_versions/<head number + 1>`` at
+    the same time and return it (None: missing); else the probe is ``NOT_PROBED``."""
     key = head_key(uuid)
     try:
         data = store.get(key)
     except NotFound:
         return None
+    probed: Version | None = NOT_PROBED
     try:
         head = decode_head(data, key)
         c = head["checkpoint"]
@@ -149,8 +196,15 @@ def load_head_state(store: Store, uuid: str) -> tuple[DatasetDocument, dict[str,
             doc: DatasetDocument | None = None
             lineage = Lineage(None, None)
         else:
-            requests += head["root"] is None
-            doc = _from_root(store, uuid, c, head["root"])
+            root = head["root"]
+            if root is None:
+                if probe:
+                    root, probed = _root_and_probe(store, uuid, c, head["number"])
+                    requests += 1
+                else:
+                    root = _read_root(store, uuid, c)
+                requests += 1
+            doc = _from_root(store, uuid, c, root)
             lineage = doc.lineage
         for body in head["tail"]:
             n = body["version"]["number"]
@@ -162,7 +216,8 @@ def load_head_state(store: Store, uuid: str) -> tuple[DatasetDocument, dict[str,
             _ = n
         if doc is None:
             raise MetadataCorrupted(f"{key}: empty head", key=key)
-        return doc.evolve(lineage=doc.lineage and _with_pointer(doc.lineage, head)), head, requests
+        lineage = doc.lineage and _with_pointer(doc.lineage, head)
+        return doc.evolve(lineage=lineage), head, requests, probed
     except MetadataCorrupted as exc:
         found = _newest_by_listing(store, uuid)
         if found is None:
@@ -174,7 +229,7 @@ def load_head_state(store: Store, uuid: str) -> tuple[DatasetDocument, dict[str,
             ),
             stacklevel=4,
         )
-        return found, {"pointer": {}}, 3
+        return found, {"pointer": {}}, 3, NOT_PROBED
 
 
 def _with_pointer(lineage: Lineage, head: dict[str, Any]) -> Lineage:

@@ -49,10 +49,12 @@ POINTER_MODES = ("every-commit", "auto", "manual")
 RECONCILE_OPERATION = "kartothek"
 DEFAULT_POINTER_MODE = "auto"
 SETTING = "pointer"
-#: ``auto`` rewrites the pointer after every commit up to this size (see
-#: docs/compatibility.md for the measurement behind it). The environment variable
-#: ``PARQUETRY_POINTER_EVERY_COMMIT_BYTES`` overrides it (tests, tuning).
-POINTER_EVERY_COMMIT_BYTES = 1 << 20
+#: ``auto`` rewrites the pointer after every commit up to this size: the per-commit budget
+#: of :data:`POINTER_BYTES_PER_COMMIT`, so a commit's pointer write never costs more than
+#: ``auto`` allows above it (was 1 MiB: 372 KiB per append at 1,000 partitions; see
+#: docs/compatibility.md and docs/benchmarks.md for the measurement). The environment
+#: variable ``PARQUETRY_POINTER_EVERY_COMMIT_BYTES`` overrides it (tests, tuning).
+POINTER_EVERY_COMMIT_BYTES = 64 * 1024
 THRESHOLD_ENV = "PARQUETRY_POINTER_EVERY_COMMIT_BYTES"
 #: Above the threshold, each commit "earns" this many bytes of pointer rewrite.
 POINTER_BYTES_PER_COMMIT = 64 * 1024

@@ -12,6 +12,7 @@ import json
 import warnings
 from dataclasses import dataclass
 
+from parquetry.dataset.checkpoint import list_numbered
 from parquetry.dataset.format2 import (
     load_head_state,
     load_state,
@@ -129,12 +130,7 @@ def version_info_of(store: Store, uuid: str, number: int) -> VersionInfo | None:
 
 
 def list_version_numbers(store: Store, uuid: str) -> list[int]:
-    numbers = []
-    for meta in store.list(versions_prefix(uuid)):
-        n = version_number_from_key(meta.key)
-        if n is not None:
-            numbers.append(n)
-    return sorted(numbers)
+    return list_numbered(store, versions_prefix(uuid), version_number_from_key)
 
 
 def latest_version_number(store: Store, uuid: str) -> int:
@@ -214,9 +210,9 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
     past commits it does not show yet."""
     from parquetry.dataset.pointerhook import foreign_pointer
 
-    got = load_head_state(store, uuid)
+    got = load_head_state(store, uuid, probe=probe)
     if got is not None:
-        doc, head, requests = got
+        doc, head, requests, probed = got
         pointer = head.get("pointer") or {}
         fmt = str(pointer.get("format") or doc.metadata_format)
         foreign = foreign_pointer(store, uuid, pointer)
@@ -233,7 +229,7 @@ def load_latest(store: Store, uuid: str, *, probe: bool = True) -> LoadedState:
         assert doc.version is not None
         number = doc.version.number
         if probe:
-            newer, newest, extra, moved = roll_forward_state(store, uuid, doc, number)
+            newer, newest, extra, moved = roll_forward_state(store, uuid, doc, number, probed)
             requests += extra
             if moved and newer is not None:
                 doc, number = newer, newest
