@@ -368,3 +368,72 @@ def test_a_corrupt_input_fails_naming_it_and_commits_nothing() -> None:
     assert Dataset.open(store, "c").version == ds.version
     data_keys = {m.key for m in store.list("c/table/") if "=" in m.key}
     assert data_keys == {f.key for f in ds.plan().files}  # outputs written so far deleted
+
+
+_HOSTILE_FOOTERS = """
+import sys
+import pyarrow as pa
+from parquetry.dataset import Dataset
+from parquetry.errors import InvalidFormat
+from parquetry.parquet.thrift import read_struct, write_struct
+from parquetry.parquet.thrift_schema import FILE_META_DATA
+from parquetry.store import MemoryStore
+
+def width(meta):
+    for group in meta[4]:
+        for chunk in group[1]:
+            chunk[3].setdefault(12, {})[6] = b"abc"  # 3-byte max for an 8-byte type
+
+def physical(meta):
+    for group in meta[4]:
+        group[1][-1][3][1] = 6  # the id chunk says BYTE_ARRAY, the schema INT64
+
+def chunks(meta):
+    for group in meta[4]:
+        group[1].pop()
+
+def name(meta):
+    meta[2][-1][4] = b"\\xe2"  # not UTF-8
+
+rows = lambda start: pa.table({"p": [0] * 4, "id": pa.array(range(start, start + 4), pa.int64())})
+for patch in (width, physical, chunks, name):
+    store = MemoryStore()
+    ds = Dataset.create(store, "c", rows(0), partition_on=["p"])
+    ds = ds.append(rows(4)).append(rows(8))
+    victim = ds.plan().files[1].key
+    data = store.get(victim)
+    length = int.from_bytes(data[-8:-4], "little")
+    meta, _ = read_struct(data[-8 - length : -8], 0, FILE_META_DATA)
+    patch(meta)
+    footer = write_struct(meta, FILE_META_DATA)
+    store.put(victim, data[: -8 - length] + footer + len(footer).to_bytes(4, "little") + b"PAR1")
+    for action in (lambda: ds.compact(target_file_size=1 << 20), ds.read):
+        try:
+            action()
+        except InvalidFormat as exc:
+            assert victim in str(exc), exc
+        else:
+            sys.exit(f"{patch.__name__}: no error")
+    assert Dataset.open(store, "c").version == ds.version
+    print("named", patch.__name__)
+"""
+
+
+def test_hostile_footers_fail_naming_the_file_and_never_abort() -> None:
+    """Footers pyarrow may abort the process on (std::terminate; see
+    parquetry.parquet.footer_check) in a file that compaction or a read takes: the error names
+    the file, nothing is committed, and the process lives (a subprocess, so an abort shows)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _HOSTILE_FOOTERS], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.split() == [
+        "named",
+        "width",
+        "named",
+        "physical",
+        "named",
+        "chunks",
+        "named",
+        "name",
+    ]

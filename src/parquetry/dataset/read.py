@@ -18,10 +18,17 @@ import pyarrow.parquet as pq
 
 from parquetry.dataset.plan import PlannedFile, ScanPlan
 from parquetry.dataset.predicates import to_expression
-from parquetry.errors import EncryptionError, MetadataCorrupted, NotFound, SchemaMismatch
+from parquetry.errors import (
+    EncryptionError,
+    InvalidFormat,
+    MetadataCorrupted,
+    NotFound,
+    SchemaMismatch,
+)
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import open_parquet, read_failure
-from parquetry.parquet.footer import RawFooter
+from parquetry.parquet.footer import RawFooter, footer_from_bytes
+from parquetry.parquet.footer_check import pyarrow_hazard
 from parquetry.store import Store
 
 __all__ = [
@@ -181,9 +188,10 @@ def read_whole_file(
     decryption: Decryption = None,
 ) -> list[pa.Table]:
     """Every row group of one (small) file as tables, like :func:`read_row_groups`, with
-    one GET and pyarrow's own footer parse: the checked footer parse (pure Python) costs
-    more than reading a small file, so it runs only when pyarrow fails on the bytes (and
-    then raises the error naming the file). Encrypted reads always take the checked path.
+    one GET. The footer is still checked (parquetry's Thrift reader, on the bytes already
+    read) before pyarrow sees it: pyarrow aborts the process on some malformed footers
+    (:mod:`parquetry.parquet.footer_check`), so a corrupted or encrypted file takes the
+    checked path, which raises the error naming it. Encrypted reads always take that path.
     """
     if decryption is None:
         try:
@@ -193,6 +201,13 @@ def read_whole_file(
                 f"data file {planned.key} of partition {planned.label!r} is missing",
                 key=planned.key,
             ) from None
+        try:
+            raw = footer_from_bytes(data, planned.key)
+            unsafe = raw.encrypted or pyarrow_hazard(raw) is not None
+        except (InvalidFormat, RecursionError):
+            unsafe = True
+        if unsafe:
+            return list(read_row_groups(store, schema, planned, columns, decryption))
         try:
             pf = pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us")
             reader = _FileReader(store, schema, planned, list(columns), (), None, opened=pf)
