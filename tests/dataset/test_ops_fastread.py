@@ -1,6 +1,5 @@
-"""The rewrite engine reads small files with pyarrow's footer parse first (one GET); a file
-pyarrow fails on takes the checked path, which names it. These tests corrupt one input of
-``delete_where`` / ``update_where`` and expect that error, with nothing committed."""
+"""A corrupted input of ``delete_where`` / ``update_where`` (the rewrite engine's reads) fails
+with InvalidFormat naming the file, and nothing is committed."""
 
 from __future__ import annotations
 
