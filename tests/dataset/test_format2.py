@@ -367,3 +367,38 @@ def test_a_bad_entry_is_metadata_corrupted_naming_the_field(
     store.put(version_key("ds", 1), b'{"parquetry_entry": {"format": 2, "version": NaN}}')
     with pytest.raises(MetadataCorrupted):
         Dataset.open(store, "ds", version=1)
+
+
+def test_a_reader_walking_entries_while_gc_tombstones_them_lists_checkpoints_again() -> None:
+    """GC checkpoints the oldest version it keeps, then tombstones older entries. A reader of
+    that version that listed checkpoints just before (none) meets the tombstones in its walk:
+    it lists again and finds the checkpoint (before: MetadataCorrupted "needs version 0")."""
+    from collections.abc import Iterator
+
+    from parquetry.dataset.format2 import load_state
+    from parquetry.dataset.gc import garbage_collect
+    from parquetry.store.base import ObjectMeta
+
+    class GcDuringList(MemoryStore):
+        armed = raced = False
+
+        def list(self, prefix: str = "") -> Iterator[ObjectMeta]:
+            found = list(super().list(prefix))
+            if "_checkpoints/" in prefix and self.armed and not self.raced:
+                self.raced = True
+                garbage_collect(self, "r", retention=0)  # keeps only the newest: v3
+            return iter(found)
+
+    store = GcDuringList()
+    ds = Dataset.create(store, "r", pa.table({"x": [0]}))
+    for i in range(1, 4):
+        ds = ds.append(pa.table({"x": [i]}))
+    assert ds.version == 3
+    assert list_checkpoints(store, "r") == []
+    store.armed = True
+    state = load_state(store, "r", 3)
+    assert store.raced
+    assert list_checkpoints(store, "r") == [3]
+    assert state.version is not None
+    assert state.version.number == 3
+    assert Dataset.open(store, "r").read().column("x").to_pylist() == [0, 1, 2, 3]

@@ -262,27 +262,42 @@ def load_state(store: Store, uuid: str, number: int) -> DatasetDocument:
         doc = advance(None, v, key, store)
         assert doc is not None
         return doc
-    checkpoints = [c for c in list_checkpoints(store, uuid) if c <= number]
-    if checkpoints and checkpoints[-1] == number:
-        return _from_root(store, uuid, number, None)
-    chain: list[Version] = [v]
-    base: DatasetDocument | None = None
-    start = checkpoints[-1] if checkpoints else -1
-    n = number - 1
-    while n > start:
-        prev = read_version(store, uuid, n)
-        if prev is None or prev[0] == "tombstone":
+    # GC writes the checkpoint of the oldest version it keeps before it tombstones the entries
+    # older than it. A walk that meets a tombstone may have listed the checkpoints before
+    # that write: listing once more then finds it (a second miss is a real gap).
+    for attempt in (0, 1):
+        checkpoints = [c for c in list_checkpoints(store, uuid) if c <= number]
+        if checkpoints and checkpoints[-1] == number:
+            return _from_root(store, uuid, number, None)
+        chain: list[Version] = [v]
+        base: DatasetDocument | None = None
+        start = checkpoints[-1] if checkpoints else -1
+        n = number - 1
+        gone = False
+        while n > start:
+            prev = read_version(store, uuid, n)
+            if prev is None or prev[0] == "tombstone":
+                gone = True
+                break
+            chain.append(prev)
+            if prev[0] == "doc" or self_contained(prev[1]):
+                break
+            n -= 1
+        else:
+            if start >= 0:
+                base = _from_root(store, uuid, start, None)
+        if not gone:
+            break
+        if attempt:
+            now = read_version(store, uuid, number)
+            if now is not None and now[0] == "tombstone":  # expired while this walked
+                raise DatasetNotFound(
+                    f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
+                )
             raise MetadataCorrupted(
                 f"version {number} of dataset {uuid!r} needs version {n}, which is gone",
                 key=version_key(uuid, n),
             )
-        chain.append(prev)
-        if prev[0] == "doc" or self_contained(prev[1]):
-            break
-        n -= 1
-    else:
-        if start >= 0:
-            base = _from_root(store, uuid, start, None)
     chain.reverse()
     first = number - len(chain) + 1
     for i, ver in enumerate(chain):
