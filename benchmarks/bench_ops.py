@@ -355,6 +355,14 @@ def report(results: Sequence[dict[str, Any]]) -> None:
         )
 
 
+def _exit_now() -> None:
+    """End a worker right after its result is printed: pyarrow's and delta-rs' thread pools
+    can abort the interpreter's teardown (``terminate called without an active exception``,
+    apache/arrow#34314), which would turn a finished measurement into exit status -6."""
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI-sized smoke run")
@@ -371,8 +379,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     args = parser.parse_args(argv)
     if args.worker:
         name, payload = args.worker
-        print(json.dumps(WORKERS[name](*json.loads(payload)), default=str))
-        return []
+        print(json.dumps(WORKERS[name](*json.loads(payload)), default=str), flush=True)
+        _exit_now()
     wanted = set(args.cases.split(",")) if args.cases else None
     root = args.dir or Path(tempfile.mkdtemp(prefix="bench-ops-"))
     root.mkdir(parents=True, exist_ok=True)

@@ -154,6 +154,14 @@ def case(root_dir: Path, quick: bool) -> dict[str, Any]:
     }
 
 
+def _exit_now() -> None:
+    """End a worker right after its result is printed: pyarrow's and delta-rs' thread pools
+    can abort the interpreter's teardown (``terminate called without an active exception``,
+    apache/arrow#34314), which would turn a finished measurement into exit status -6."""
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -161,8 +169,8 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, metavar=("SIDE", "PATH"))
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(*args.child)))
-        return
+        print(json.dumps(_child(*args.child)), flush=True)
+        _exit_now()
     root = args.dir or Path(tempfile.mkdtemp(prefix="bench-compact-"))
     print(json.dumps(case(root, args.quick), indent=2))
 

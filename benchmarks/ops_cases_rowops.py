@@ -176,11 +176,19 @@ def case(root_dir: Path, quick: bool, size: dict[str, int] | None = None) -> lis
     return out
 
 
+def _exit_now() -> None:
+    """End a worker right after its result is printed: pyarrow's and delta-rs' thread pools
+    can abort the interpreter's teardown (``terminate called without an active exception``,
+    apache/arrow#34314), which would turn a finished measurement into exit status -6."""
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--worker"]:
         name, payload = argv[1], argv[2]
-        print(json.dumps(WORKERS[name](*json.loads(payload)), default=str))
-        return
+        print(json.dumps(WORKERS[name](*json.loads(payload)), default=str), flush=True)
+        _exit_now()
     import tempfile
 
     root = Path(tempfile.mkdtemp(prefix="bench-rowops-"))
