@@ -241,11 +241,12 @@ WORKERS = {
 # --- orchestration (no pyarrow in this process) --------------------------------------------
 
 
-def run_worker(name: str, *args: Any) -> dict[str, Any]:
-    """``WORKERS[name](*args)`` in a fresh Python process; its JSON result."""
+def run_worker(name: str, *args: Any, script: str = __file__) -> dict[str, Any]:
+    """``WORKERS[name](*args)`` of ``script`` (this file, or a case module with the same
+    ``--worker NAME ARGS`` entry) in a fresh Python process; its JSON result."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     proc = subprocess.run(
-        [sys.executable, __file__, "--worker", name, json.dumps(args)],
+        [sys.executable, script, "--worker", name, json.dumps(args)],
         capture_output=True,
         text=True,
         env=env,

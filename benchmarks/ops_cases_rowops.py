@@ -27,7 +27,6 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -113,17 +112,7 @@ WORKERS = {"parquetry": parquetry_side, "deltalake": delta_side, "expected": exp
 
 
 def _run(name: str, *args: Any) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    proc = subprocess.run(
-        [sys.executable, __file__, "--worker", name, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"worker {name} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = _bench_ops().run_worker(name, *args, script=__file__)
     return result
 
 
