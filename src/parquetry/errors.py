@@ -33,11 +33,13 @@ __all__ = [
     "PreconditionFailed",
     "PredicateError",
     "ReplaceConditionViolated",
+    "ResourceExhausted",
     "SchemaMismatch",
     "SchemaViolation",
     "StoreUnavailable",
     "UnknownColumn",
     "UnsafePath",
+    "resource_failure",
 ]
 
 
@@ -116,6 +118,32 @@ class UnsafePath(InvalidKey):
     """A key of a local store crosses a symbolic link (or names a special file) inside the
     store's root: following it could read, write or delete outside the root, so it is
     refused."""
+
+
+class ResourceExhausted(ParquetryError, MemoryError):
+    """The process ran out of memory or could not start a thread: the data and the dataset
+    are not at fault and were left as they were; retry with more memory or less work."""
+
+
+def resource_failure(
+    exc: BaseException, doing: str, key: str | None = None
+) -> ResourceExhausted | None:
+    """The :class:`ResourceExhausted` for a failed allocation (pyarrow's ArrowMemoryError is a
+    ``MemoryError``) or a thread that could not start, or None for any other failure.
+
+    Why: catch-alls around pyarrow calls would otherwise report a malloc failure as a corrupt
+    file, and a user who believes it may delete good data."""
+    if isinstance(exc, ParquetryError):
+        return None
+    if isinstance(exc, MemoryError):
+        detail = str(exc).splitlines()[0][:200] if str(exc) else "out of memory"
+        return ResourceExhausted(f"{doing}: out of memory ({detail})", key=key)
+    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+        return ResourceExhausted(
+            f"{doing}: cannot start a thread (the process is at its thread or memory limit)",
+            key=key,
+        )
+    return None
 
 
 class StoreUnavailable(ParquetryError, OSError):

@@ -14,7 +14,13 @@ from typing import IO, TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from parquetry.errors import EncryptionError, InvalidFormat, SchemaViolation
+from parquetry.errors import (
+    EncryptionError,
+    InvalidFormat,
+    ResourceExhausted,
+    SchemaViolation,
+    resource_failure,
+)
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.footer import RawFooter, footer_from_bytes, footer_from_file
 from parquetry.parquet.options import WriteOptions
@@ -120,8 +126,14 @@ def _whole(file: Any) -> bytes:
     return data
 
 
-def read_failure(raw: RawFooter, name: str, exc: BaseException) -> InvalidFormat | EncryptionError:
-    """The parquetry error for a pyarrow failure: decryption problems on encrypted files."""
+def read_failure(
+    raw: RawFooter, name: str, exc: BaseException
+) -> InvalidFormat | EncryptionError | ResourceExhausted:
+    """The parquetry error for a pyarrow failure: decryption problems on encrypted files,
+    memory exhaustion never blamed on the file."""
+    exhausted = resource_failure(exc, f"reading {name}", key=name)
+    if exhausted is not None:
+        return exhausted
     if raw.encrypted:
         detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         columns = tuple(c.path for c in raw.encrypted_columns()) or ("*",)

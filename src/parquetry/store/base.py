@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from parquetry.errors import CapabilityNotSupported, InvalidArgument
+from parquetry.errors import CapabilityNotSupported, InvalidArgument, resource_failure
 from parquetry.store.keys import validate_key, validate_prefix
 
 if TYPE_CHECKING:
@@ -280,8 +280,14 @@ class Store(ABC):
         items = list(items)
         if len(items) <= 1:
             return [fn(i) for i in items]
-        with ThreadPoolExecutor(max_workers=min(max_workers, len(items))) as pool:
-            return list(pool.map(fn, items))
+        try:
+            with ThreadPoolExecutor(max_workers=min(max_workers, len(items))) as pool:
+                return list(pool.map(fn, items))
+        except RuntimeError as exc:
+            exhausted = resource_failure(exc, f"{self!r}: running {len(items)} store calls")
+            if exhausted is None:
+                raise
+            raise exhausted from None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
