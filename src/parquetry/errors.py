@@ -39,7 +39,6 @@ __all__ = [
     "StoreUnavailable",
     "UnknownColumn",
     "UnsafePath",
-    "resource_failure",
 ]
 
 
