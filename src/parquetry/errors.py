@@ -145,6 +145,14 @@ def resource_failure(
     return None
 
 
+def out_of_memory(exc: MemoryError, doing: str, key: str | None = None) -> MemoryError:
+    """``exc`` as a :class:`ResourceExhausted` naming the work (itself if it already is one):
+    for ``except MemoryError`` clauses placed before catch-alls that blame the bytes."""
+    if isinstance(exc, ParquetryError):
+        return exc
+    return resource_failure(exc, doing, key) or exc
+
+
 class StoreUnavailable(ParquetryError, OSError):
     """The store could not be reached or answered with an unexpected error."""
 

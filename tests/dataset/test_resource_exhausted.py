@@ -71,3 +71,38 @@ def test_resource_failure_classifies_only_resource_errors() -> None:
     assert err.key == "a/b.parquet"
     assert "a/b.parquet" in str(err)
     assert "malloc of size 16 failed" in str(err)
+
+
+def test_index_and_snapshot_reads_never_blame_the_bytes_for_a_failed_allocation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed allocation inside pyarrow (injected: RLIMIT_AS cannot aim at one read) while
+    reading an index piece, a schema file or a snapshot part is ResourceExhausted, not
+    MetadataCorrupted/InvalidFormat, and nothing is changed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from parquetry.dataset import Dataset
+    from parquetry.snapshot import ParquetDatasetStore
+    from parquetry.store import LocalStore
+
+    store = LocalStore(tmp_path)
+    table = pa.table({"p": [1, 1, 2], "k": ["a", "b", "c"], "v": [1, 2, 3]})
+    Dataset.create(store, "d", table, partition_on=["p"], secondary_indices=["k"])
+    snaps = ParquetDatasetStore(store)
+    snaps.write_dataset(table, "snaps/s")
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise pa.ArrowMemoryError("malloc of size 4096 failed")
+
+    with monkeypatch.context() as m:
+        m.setattr(pq.ParquetFile, "read", failing)
+        m.setattr(pq.ParquetFile, "read_row_group", failing)
+        m.setattr(pq.ParquetFile, "read_row_groups", failing)
+        m.setattr(pq, "read_schema", failing)
+        with pytest.raises(ResourceExhausted, match="malloc of size 4096 failed"):
+            Dataset.open(store, "d").read(predicates=[[("k", "==", "b")]])
+        with pytest.raises(ResourceExhausted, match="malloc of size 4096 failed"):
+            snaps.read_dataset("snaps/s")
+    assert Dataset.open(store, "d").read(predicates=[[("k", "==", "b")]]).num_rows == 1
+    assert snaps.read_dataset("snaps/s").num_rows == 3

@@ -24,7 +24,13 @@ from parquetry.dataset.indexfile import IndexFooter, footer_metadata, footer_of,
 from parquetry.dataset.indices import IndexData, _from_table
 from parquetry.dataset.naming import index_piece_key
 from parquetry.dataset.predicates import Literal
-from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound, ParquetryError
+from parquetry.errors import (
+    AlreadyExists,
+    MetadataCorrupted,
+    NotFound,
+    ParquetryError,
+    out_of_memory,
+)
 from parquetry.store import PutMode, Store
 
 __all__ = [
@@ -180,6 +186,8 @@ def read_piece(store: Store, column: str, footer: IndexFooter, t: pa.DataType) -
         raise _missing(column, footer.key) from None
     try:
         table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
+    except MemoryError as exc:
+        raise out_of_memory(exc, f"reading index piece {footer.key}", key=footer.key) from None
     except _ERRORS as exc:
         raise _unreadable(column, footer.key, exc) from None
     return _from_table(column, table, footer.key, t)
@@ -194,6 +202,8 @@ def search_piece(
         got = ranged_table(store, footer, lit)
     except NotFound:
         raise _missing(column, footer.key) from None
+    except MemoryError as exc:
+        raise out_of_memory(exc, f"searching index piece {footer.key}", key=footer.key) from None
     except _ERRORS as exc:
         if isinstance(exc, ParquetryError):
             raise

@@ -26,7 +26,13 @@ from parquetry.dataset.indexfile import INDEX_ROW_GROUP, IndexFooter, footer_of,
 from parquetry.dataset.naming import index_key, parse_partition_value
 from parquetry.dataset.predicates import Literal, eval_array
 from parquetry.dataset.schema import normalise_type
-from parquetry.errors import AlreadyExists, MetadataCorrupted, NotFound, ParquetryError
+from parquetry.errors import (
+    AlreadyExists,
+    MetadataCorrupted,
+    NotFound,
+    ParquetryError,
+    out_of_memory,
+)
 from parquetry.store import PutMode, Store
 
 if TYPE_CHECKING:
@@ -115,6 +121,8 @@ def load_index(
         # One thread: an Arrow worker that frees this Python-owned buffer after the interpreter
         # began to exit aborts the process (apache/arrow#34314); index files are small.
         table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
+    except MemoryError as exc:
+        raise out_of_memory(exc, f"reading index file {ref}", key=ref) from None
     except (pa.ArrowException, OSError, ValueError, EOFError, IndexError) as exc:
         raise MetadataCorrupted(f"{ref}: not a Parquet index file: {exc}", key=ref) from None
     return _from_table(column, table, ref, t)
@@ -261,6 +269,8 @@ class IndexLookup:
             raise MetadataCorrupted(
                 f"index file {footer.key!r} of column {self.column!r} is missing", key=footer.key
             ) from None
+        except MemoryError as exc:
+            raise out_of_memory(exc, f"reading index file {footer.key}", key=footer.key) from None
         except (pa.ArrowException, OSError, ValueError, EOFError, IndexError, struct.error) as exc:
             if isinstance(exc, ParquetryError):
                 raise

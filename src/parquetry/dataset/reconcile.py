@@ -48,7 +48,7 @@ from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument
 from parquetry.dataset.naming import parse_label, parse_partition_value
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import DatasetNotFound, MetadataCorrupted
+from parquetry.errors import DatasetNotFound, MetadataCorrupted, out_of_memory
 from parquetry.store import Store
 
 __all__ = [
@@ -283,6 +283,8 @@ def _file_pairs(store: Store, key: str, label: str, column: str, t: pa.DataType)
 
     try:
         table = read_table(store.open(key), columns=[column])
+    except MemoryError as exc:
+        raise out_of_memory(exc, f"reading {key}", key=key) from None
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise MetadataCorrupted(
             f"{key}: a data file kartothek added is not readable Parquet: {exc}", key=key

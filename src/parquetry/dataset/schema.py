@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquetry.dataset.evolve import storable
-from parquetry.errors import MetadataCorrupted, SchemaMismatch
+from parquetry.errors import MetadataCorrupted, SchemaMismatch, out_of_memory
 
 __all__ = [
     "INDEX_LEVEL_PREFIX",
@@ -132,6 +132,8 @@ def read_common_metadata(data: bytes, key: str) -> pa.Schema:
     """The schema of a ``_common_metadata`` file, without pandas metadata or index columns."""
     try:
         schema = pq.read_schema(pa.BufferReader(data))
+    except MemoryError as exc:
+        raise out_of_memory(exc, f"reading schema file {key}", key=key) from None
     except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: bad UTF-8 names
         raise MetadataCorrupted(f"{key}: not a Parquet schema file: {exc}", key=key) from None
     keep = [f for f in schema if not f.name.startswith(INDEX_LEVEL_PREFIX)]

@@ -25,6 +25,7 @@ from parquetry.errors import (
     NotFound,
     ParquetryError,
     UnknownColumn,
+    out_of_memory,
 )
 from parquetry.snapshot.layout import journal_key, manifest_key, part_key, success_key
 from parquetry.snapshot.manifest import DatasetManifest, schema_hash
@@ -188,6 +189,8 @@ def _parse(part: _Part, source: Callable[[], Any]) -> pq.ParquetFile:
         raise DatasetIncomplete(
             f"part {part.key!r} vanished while being read", key=part.key
         ) from None
+    except MemoryError as exc:
+        raise out_of_memory(exc, f"reading part {part.key!r}", key=part.key) from None
     except (pa.ArrowException, OSError) as exc:
         raise InvalidFormat(
             f"part {part.key!r} is not a valid Parquet file: {exc}", key=part.key
@@ -244,6 +247,8 @@ def _check_footers(
 def _read(pf: pq.ParquetFile, columns: Sequence[str] | None) -> pa.Table:
     try:
         return pf.read(columns=list(columns) if columns is not None else None, use_threads=True)
+    except MemoryError as exc:
+        raise out_of_memory(exc, "decoding a part") from None
     except (pa.ArrowException, OSError) as exc:
         if isinstance(exc, NotFound):
             raise DatasetIncomplete(f"a part vanished while being read: {exc}") from None
