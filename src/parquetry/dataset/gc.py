@@ -95,6 +95,19 @@ def _intent_keys(
     return live, reaped
 
 
+def _live_intent_keys(store: Store, uuid: str) -> set[str]:
+    """Keys of the intents there now that are not reaped (a read, no compare-and-swap)."""
+    keys: set[str] = set()
+    for meta in list_intents(store, uuid):
+        try:
+            state = IntentState.from_bytes(store.get(meta.key), meta.key)
+        except (NotFound, MetadataCorrupted):
+            continue
+        if state.state != "reaped":
+            keys |= set(state.keys)
+    return keys
+
+
 def _read_versions(store: Store, uuid: str) -> dict[int, Version]:
     out: dict[int, Version] = {}
     for meta in store.list(versions_prefix(uuid)):
@@ -281,6 +294,10 @@ def garbage_collect(
     # as the entries its state is replayed from are older.
     for n in reversed(expired):
         store.put(version_key(uuid, n), tombstone_bytes(n, stamp))
+    # Read the intents again after the tombstones: a restore covers the files it references
+    # again with an intent *before* checking that its version is not a tombstone, so either
+    # it saw a tombstone (and fails) or its intent is visible now.
+    live_intent_keys |= _live_intent_keys(store, uuid)
     victims = sorted(dropped - keep - meta_keep - live_intent_keys)
     _delete_all(store, victims)
     # Only after their files: an interrupted GC finds the reaped intents again.

@@ -9,10 +9,13 @@ A restore does not merge: it replaces the whole state. A commit that lands betwe
 the dataset and the restore's commit point would be discarded silently, so the restore
 raises :class:`CommitConflict` instead of retrying on a newer base.
 
-Residual race (documented, not closed): garbage collection that expires the restored version
-*while* the restore runs may delete its files after the HEADs and before the commit point.
-Restore versions well inside the retention period (``vacuum`` refuses short retentions
-unless forced).
+Garbage collection racing the restore: the files a restore references again are, to GC,
+files of a version it may expire right now. The restore therefore first covers them with a
+write intent, then checks that the target version is not a tombstone yet, then HEADs the
+files; GC tombstones the versions it expires and only then reads the live intents once more
+before deleting. Whichever comes first, the restore fails (the version expired or a file is
+gone: nothing committed) or GC keeps the files (the intent was there before the tombstone,
+so GC's second reading sees it); never a committed version with deleted files.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from typing import Any
 
 from parquetry.dataset.commit import commit, now_iso
 from parquetry.dataset.create import put_common_metadata
+from parquetry.dataset.format2 import read_version
+from parquetry.dataset.gc import referenced_keys
+from parquetry.dataset.intents import Intent
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo
 from parquetry.dataset.naming import version_key
 from parquetry.dataset.versions import LoadedState, load_version
@@ -115,7 +121,9 @@ def _put_schema(store: Store, doc: DatasetDocument) -> None:
     )
 
 
-def _target(store: Store, doc: DatasetDocument, version: int) -> DatasetDocument:
+def _target(
+    store: Store, doc: DatasetDocument, version: int, *, check: bool = True
+) -> DatasetDocument:
     """Version ``version`` of ``doc``'s dataset, checked restorable (see restore_version)."""
     if isinstance(version, bool) or not isinstance(version, int):
         raise InvalidArgument(f"version must be an integer, got {version!r}")
@@ -128,7 +136,8 @@ def _target(store: Store, doc: DatasetDocument, version: int) -> DatasetDocument
             f"version {version} belongs to a deleted earlier dataset {doc.uuid!r}; "
             "nothing is committed"
         )
-    _check_files(store, target, version)
+    if check:
+        _check_files(store, target, version)
     return target
 
 
@@ -168,7 +177,38 @@ def restore_version(
     ``base``. Nothing is committed then.
     """
     doc = base.doc
-    target = _target(store, doc, version)
+    target = _target(store, doc, version, check=False)
+    intent = Intent(store, doc.uuid)
+    try:
+        intent.record(sorted(referenced_keys(target) - referenced_keys(doc)))
+        _still_there(store, target, version)
+        return _restore_checked(store, base, target, version, parameters)
+    finally:
+        with contextlib.suppress(ParquetryError):
+            store.delete(intent.key, missing_ok=True)
+
+
+def _still_there(store: Store, target: DatasetDocument, version: int) -> None:
+    """After the intent covers the target's files: the version is not expired yet (so a GC
+    that expires it reads the intent afterwards) and its files are all there."""
+    found = read_version(store, target.uuid, version)
+    if found is None or found[0] == "tombstone":
+        raise DatasetNotFound(
+            f"cannot restore version {version} of dataset {target.uuid!r}: garbage collection "
+            "expired it while the restore ran; nothing is committed",
+            key=version_key(target.uuid, version),
+        )
+    _check_files(store, target, version)
+
+
+def _restore_checked(
+    store: Store,
+    base: LoadedState,
+    target: DatasetDocument,
+    version: int,
+    parameters: Mapping[str, str] | None,
+) -> LoadedState:
+    doc = base.doc
     assert target.schema is not None
     schema_changes = doc.schema is not None and not target.schema.equals(doc.schema)
     if schema_changes:
