@@ -93,6 +93,9 @@ def test_pieces_without_records_still_plan_through_the_segments() -> None:
     labels2, _, files2 = state.search_files(inner, _lit(ds, 7 * 500))
     assert labels2 == labels
     assert set(files2) == labels
+    (text, piece), *_ = files2.values()
+    assert piece in {f.key for f in state.pieces}
+    assert text.startswith("[1,")
 
 
 def _lit(ds: Dataset, value: int):  # type: ignore[no-untyped-def]
@@ -155,3 +158,29 @@ def _small(p: int, start: int) -> pa.Table:
 
 def _ps(ds: Dataset) -> set[int]:
     return {dict(f.partition)["p"] for f in ds.plan(None).files}
+
+
+def test_a_bad_record_in_a_piece_fails_the_plan_naming_the_piece() -> None:
+    from parquetry.dataset.indices import IndexLookup
+    from parquetry.dataset.piecefiles import record_table
+    from parquetry.dataset.plan import make_plan
+
+    inner = _dataset(n_batches=1)
+    ds = Dataset.open(inner, "ds")
+    state = ds.document.index_states["c"]
+    pairs = state.full(inner).pairs()
+    labels = set(pairs.column("label").to_pylist())
+    bad = write_piece(inner, "ds", "c", pairs, record_table(dict.fromkeys(labels, "[1,")))
+    lookup = IndexLookup.from_state(inner, IndexState(column="c", type=state.type, pieces=(bad,)))
+    dnf = [[_lit(ds, 7 * 500)]]
+    with pytest.raises(MetadataCorrupted, match=bad.key):
+        make_plan(
+            ds.document,
+            ds.schema,
+            dnf,  # type: ignore[arg-type]
+            ds._values_of,
+            {"c": lookup},
+            version=None,
+            requests=0,
+            request_keys=(),
+        )

@@ -242,9 +242,10 @@ class IndexState:
 
     def search_files(
         self, store: Store, lit: Literal
-    ) -> tuple[set[str], list[str], dict[str, str]]:
-        """:meth:`search` plus the file records (``files`` texts, piecefiles.py) the pieces
-        hold for the labels found (live labels only; tail pairs carry none)."""
+    ) -> tuple[set[str], list[str], dict[str, tuple[str, str]]]:
+        """:meth:`search` plus the file records the pieces hold for the labels found, as
+        label -> (``files`` text, piece key) (piecefiles.py; live labels only; tail pairs
+        carry none)."""
         if lit.op == "is null":
             return set(), [], {}  # an index holds no nulls
         sources = [(f, self.dead) for f in self.pieces]
@@ -252,14 +253,15 @@ class IndexState:
 
         def one(
             src: tuple[IndexFooter, frozenset[str]],
-        ) -> tuple[set[str], list[str], dict[str, str]]:
+        ) -> tuple[set[str], list[str], dict[str, tuple[str, str]]]:
             found, used, records = search_piece(store, self.column, src[0], lit, self.type)
             live = found - src[1]
-            return live, [src[0].key] * used, {x: records[x] for x in live if x in records}
+            key = src[0].key
+            return live, [key] * used, {x: (records[x], key) for x in live if x in records}
 
         labels: set[str] = set()
         keys: list[str] = []
-        files: dict[str, str] = {}
+        files: dict[str, tuple[str, str]] = {}
         for found, used_keys, records in store.map_concurrent(one, sources, max_workers=16):
             labels |= found
             keys += used_keys

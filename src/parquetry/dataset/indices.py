@@ -231,8 +231,9 @@ class IndexLookup:
         self.keys: list[str] = []
         self._full: IndexData | None = None
         self._state: IndexState | None = None
-        #: label -> file record text (piecefiles.py) of labels found in pieces so far.
-        self.files: dict[str, str] = {}
+        #: label -> (file record text, piece key) of labels found in pieces so far
+        #: (piecefiles.py).
+        self.files: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def from_state(cls, store: Store, state: IndexState) -> IndexLookup:

@@ -189,12 +189,10 @@ class _KnownFiles(dict[str, tuple[str, int, int]]):
 
     def refresh(self) -> None:
         for ix in self.indices.values():
-            for label, text in ix.files.items():
+            for label, (text, piece) in ix.files.items():
                 if label in self:
                     continue
-                rec = decode_record(
-                    self.doc.uuid, label, text, self.doc.tables, key=f"{self.doc.uuid} index"
-                )
+                rec = decode_record(self.doc.uuid, label, text, self.doc.tables, key=piece)
                 if self.table in rec.keys:
                     self[label] = (rec.keys[self.table], rec.rows, rec.size)
 
