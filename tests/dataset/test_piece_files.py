@@ -119,7 +119,7 @@ def test_records_round_trip_and_a_bad_record_is_metadata_corrupted() -> None:
             decode_record("u", "p=1/a", bad, ["table"], key="piece-key")
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ops=st.lists(
         st.tuples(st.sampled_from(["append", "delete", "checkpoint"]), st.integers(0, 40)),
