@@ -41,13 +41,12 @@ from parquetry.dataset.indexpieces import (
     piece_metadata,
     piece_pairs,
     read_piece,
-    read_piece_table,
     search_piece,
     write_piece,
 )
-from parquetry.dataset.indices import IndexData, _from_table, load_index
+from parquetry.dataset.indexrecords import CarriedRecords
+from parquetry.dataset.indices import IndexData, load_index
 from parquetry.dataset.naming import is_index_piece_key
-from parquetry.dataset.piecefiles import piece_records
 from parquetry.dataset.predicates import Literal, eval_array
 from parquetry.dataset.schema import normalise_type
 from parquetry.errors import MetadataCorrupted, NotFound
@@ -305,7 +304,7 @@ class IndexState:
         the root while they are at most ``policy.inline_pairs``); small pieces merge; a full
         rewrite when ``dead`` passes :meth:`MergePolicy.too_dead`. A piece written keeps
         the file records of the pieces it merges; ``files`` gives those of tail labels."""
-        records = _Records(self, store, files)
+        records = CarriedRecords(self, store, files)
         counts = [piece_pairs(f) for f in self.pieces]
         footers = [*self.pieces, *(tp.footer for tp in self.tail_pieces)]
         sizes = [*counts, *(tp.pairs for tp in self.tail_pieces)]
@@ -337,8 +336,10 @@ class IndexState:
         tail = self.tail if inline else self.tail.slice(0, 0)
         return replace(self.reset(), pieces=kept, dead=self.dead, tail=tail)
 
-    def _rewrite(self, store: Store, uuid: str, records: _Records | None = None) -> IndexState:
-        records = records or _Records(self, store, None)
+    def _rewrite(
+        self, store: Store, uuid: str, records: CarriedRecords | None = None
+    ) -> IndexState:
+        records = records or CarriedRecords(self, store, None)
         parts = [_without(records.pairs(f, self.dead), self.dead) for f in self.pieces]
         parts += [_without(records.pairs(tp.footer, tp.dead), tp.dead) for tp in self.tail_pieces]
         parts.append(self.tail)
@@ -416,42 +417,6 @@ class IndexState:
 
 
 # --- helpers -----------------------------------------------------------------------------
-
-
-class _Records:
-    """The file records a checkpoint carries into the pieces it writes: those of every
-    piece it reads (merged or rewritten) and, when the tail becomes a piece, the tail
-    labels' (``files``, computed only then)."""
-
-    def __init__(
-        self, state: IndexState, store: Store, files: Callable[[], pa.Table | None] | None
-    ):
-        self.state, self.store, self.files = state, store, files
-        self.parts: list[pa.Table] = []
-
-    def pairs(self, footer: IndexFooter, dead: frozenset[str]) -> pa.Table:
-        """A piece's pairs (normalised), keeping the records of its live labels (a dead
-        label re-added elsewhere has another file)."""
-        table = read_piece_table(self.store, self.state.column, footer)
-        got = piece_records(table)
-        if got is not None and got.num_rows:
-            self.parts.append(_without(got, dead))
-        index = _from_table(self.state.column, table, footer.key, self.state.type)
-        return normalise_pairs(index.pairs(), self.state.type)
-
-    def table(self, with_tail: bool) -> pa.Table | None:
-        parts = list(self.parts)
-        if with_tail and self.files is not None and self.state.tail.num_rows:
-            extra = self.files()
-            if extra is not None and extra.num_rows:
-                # First: the tail's labels are the newest (index_in takes the first match).
-                parts.insert(0, extra.select(["label", "file"]))
-        if not parts:
-            return None
-        return pa.concat_tables([p.cast(_RECORDS) for p in parts])
-
-
-_RECORDS = pa.schema([("label", pa.string()), ("file", pa.string())])
 
 
 def _without(pairs: pa.Table, dead: frozenset[str]) -> pa.Table:
