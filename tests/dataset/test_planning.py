@@ -82,11 +82,12 @@ def test_open_and_plan_cost_is_independent_of_partitions() -> None:
         assert rows.to_pylist() == [
             {"a": (n - 3) % 100, "b": f"x{(n - 3) // 100}", "customer": target, "v": float(n - 3)}
         ]
-    # Format 2: head + next-version probe + one index file, plus either the pointer HEAD
-    # (small datasets: kartothek may have rewritten it) or the one segment holding the hit.
+    # Format 2: head + next-version probe + one index piece, plus the pointer HEAD on small
+    # datasets (kartothek may have rewritten it). The piece's file records name the hit's
+    # file: no segment GET (it was the 4th request at 10,000 partitions before them).
     # A small index (100 pairs) is inline in the head: no index GET at all.
     assert costs[10][0] == 3
-    assert costs[10_000][0] == 4
+    assert costs[10_000][0] == 3
     # A plan that needs every file's statistics (the second conjunction) reads every
     # segment at 10,000 partitions (5 of 2,048 entries); a small state's are in the head.
     assert costs[10][1] == 3

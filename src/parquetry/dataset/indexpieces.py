@@ -23,7 +23,8 @@ import pyarrow.parquet as pq
 from parquetry.dataset.indexfile import IndexFooter, footer_metadata, footer_of, ranged_table
 from parquetry.dataset.indices import IndexData, _from_table
 from parquetry.dataset.naming import index_piece_key
-from parquetry.dataset.predicates import Literal
+from parquetry.dataset.piecefiles import FILES_COLUMN, attach_records, matched_records
+from parquetry.dataset.predicates import Literal, eval_array
 from parquetry.errors import (
     AlreadyExists,
     MetadataCorrupted,
@@ -40,6 +41,7 @@ __all__ = [
     "piece_metadata",
     "piece_pairs",
     "read_piece",
+    "read_piece_table",
     "search_piece",
     "write_piece",
 ]
@@ -107,10 +109,18 @@ def piece_pairs(footer: IndexFooter) -> int:
     return sum(md.row_group(i).column(1).num_values for i in range(md.num_row_groups))
 
 
-def write_piece(store: Store, uuid: str, column: str, pairs: pa.Table) -> IndexFooter:
-    """Write normalised ``pairs`` as one piece (create-if-absent) and return its footer."""
+def write_piece(
+    store: Store, uuid: str, column: str, pairs: pa.Table, files: pa.Table | None = None
+) -> IndexFooter:
+    """Write normalised ``pairs`` as one piece (create-if-absent) and return its footer.
+
+    ``files``: ``(label, file)`` records (:mod:`parquetry.dataset.piecefiles`) to store with
+    the labels, so a lookup needs no segment; labels without one get a null."""
     values, labels = _grouped(pairs)
     table = pa.table({column: values, "partition": labels})
+    records = attach_records(labels, files)
+    if records is not None:
+        table = table.append_column(FILES_COLUMN, records)
     sink = io.BytesIO()
     with pq.ParquetWriter(
         sink,
@@ -180,26 +190,36 @@ def _grouped(pairs: pa.Table) -> tuple[pa.Array, pa.ListArray]:
 
 def read_piece(store: Store, column: str, footer: IndexFooter, t: pa.DataType) -> IndexData:
     """The whole piece (one GET)."""
+    return _from_table(column, read_piece_table(store, column, footer), footer.key, t)
+
+
+def read_piece_table(store: Store, column: str, footer: IndexFooter) -> pa.Table:
+    """The whole piece as stored (one GET), its ``files`` column included."""
     try:
         data = store.get(footer.key)
     except NotFound:
         raise _missing(column, footer.key) from None
     try:
-        table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
+        return pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
     except MemoryError as exc:
         raise out_of_memory(exc, f"reading index piece {footer.key}", key=footer.key) from None
     except _ERRORS as exc:
         raise _unreadable(column, footer.key, exc) from None
-    return _from_table(column, table, footer.key, t)
 
 
 def search_piece(
     store: Store, column: str, footer: IndexFooter, lit: Literal, t: pa.DataType
-) -> tuple[set[str], int]:
-    """Labels in one piece matching ``lit`` and the GETs it took (0 when the footer's
-    statistics exclude the value, 1 for an equality otherwise)."""
+) -> tuple[set[str], int, dict[str, str]]:
+    """Labels in one piece matching ``lit``, the GETs it took (0 when the footer's
+    statistics exclude the value, 1 for an equality otherwise) and the file records
+    (``files`` texts) the piece holds for them."""
     try:
         got = ranged_table(store, footer, lit)
+        if got is None:
+            data = store.get(footer.key)
+            table, used = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False), 1
+        else:
+            table, used = got
     except NotFound:
         raise _missing(column, footer.key) from None
     except MemoryError as exc:
@@ -208,12 +228,12 @@ def search_piece(
         if isinstance(exc, ParquetryError):
             raise
         raise _unreadable(column, footer.key, exc) from None
-    if got is None:
-        return read_piece(store, column, footer, t).lookup(lit), 1
-    table, used = got
     if table.num_rows == 0:
-        return set(), used
-    return _from_table(column, table, footer.key, t).lookup(lit), used
+        return set(), used, {}
+    index = _from_table(column, table, footer.key, t)
+    found = index.lookup(lit)
+    records = matched_records(table, eval_array(lit, index.values)) if found else {}
+    return found, used, records
 
 
 def _missing(column: str, key: str) -> MetadataCorrupted:

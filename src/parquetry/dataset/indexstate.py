@@ -17,7 +17,7 @@ passes a share, so its cost is O(tail) except for those amortised merges.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,6 +44,7 @@ from parquetry.dataset.indexpieces import (
     search_piece,
     write_piece,
 )
+from parquetry.dataset.indexrecords import CarriedRecords
 from parquetry.dataset.indices import IndexData, load_index
 from parquetry.dataset.naming import is_index_piece_key
 from parquetry.dataset.predicates import Literal, eval_array
@@ -210,14 +211,21 @@ class IndexState:
     # --- entry deltas ----------------------------------------------------------------------
 
     def encode_delta(
-        self, store: Store, uuid: str, pairs: pa.Table, *, inline_max: int = INLINE_INDEX_PAIRS
+        self,
+        store: Store,
+        uuid: str,
+        pairs: pa.Table,
+        *,
+        inline_max: int = INLINE_INDEX_PAIRS,
+        files: Callable[[], pa.Table | None] | None = None,
     ) -> dict[str, Any]:
         """An entry's ``index`` value for ``pairs``: inline up to INLINE_INDEX_PAIRS pairs,
-        else the pairs are written as a piece (create-if-absent) and the entry names it."""
+        else the pairs are written as a piece (create-if-absent) and the entry names it;
+        ``files`` gives the added labels' file records for that piece."""
         pairs = normalise_pairs(pairs, self.type)
         if pairs.num_rows <= inline_max:
             return {"pairs": encode_pairs(pairs)}
-        footer = write_piece(store, uuid, self.column, pairs)
+        footer = write_piece(store, uuid, self.column, pairs, files() if files else None)
         return {"piece": footer.to_json(), "pairs": pairs.num_rows}
 
     # --- reading ---------------------------------------------------------------------------
@@ -228,24 +236,39 @@ class IndexState:
 
     def search(self, store: Store, lit: Literal) -> tuple[set[str], list[str]]:
         """:meth:`lookup` and the keys of the GETs it made (one per request)."""
+        labels, keys, _ = self.search_files(store, lit)
+        return labels, keys
+
+    def search_files(
+        self, store: Store, lit: Literal
+    ) -> tuple[set[str], list[str], dict[str, tuple[str, str]]]:
+        """:meth:`search` plus the file records the pieces hold for the labels found, as
+        label -> (``files`` text, piece key) (piecefiles.py; live labels only; tail pairs
+        carry none)."""
         if lit.op == "is null":
-            return set(), []  # an index holds no nulls
+            return set(), [], {}  # an index holds no nulls
         sources = [(f, self.dead) for f in self.pieces]
         sources += [(tp.footer, tp.dead) for tp in self.tail_pieces]
 
-        def one(src: tuple[IndexFooter, frozenset[str]]) -> tuple[set[str], list[str]]:
-            found, used = search_piece(store, self.column, src[0], lit, self.type)
-            return found - src[1], [src[0].key] * used
+        def one(
+            src: tuple[IndexFooter, frozenset[str]],
+        ) -> tuple[set[str], list[str], dict[str, tuple[str, str]]]:
+            found, used, records = search_piece(store, self.column, src[0], lit, self.type)
+            live = found - src[1]
+            key = src[0].key
+            return live, [key] * used, {x: (records[x], key) for x in live if x in records}
 
         labels: set[str] = set()
         keys: list[str] = []
-        for found, used_keys in store.map_concurrent(one, sources, max_workers=16):
+        files: dict[str, tuple[str, str]] = {}
+        for found, used_keys, records in store.map_concurrent(one, sources, max_workers=16):
             labels |= found
             keys += used_keys
+            files.update(records)
         if self.tail.num_rows:
             mask = eval_array(lit, self.tail.column("value").combine_chunks())
             labels |= set(self.tail.column("label").filter(mask).to_pylist())
-        return labels, keys
+        return labels, keys, files
 
     def all_labels(self, store: Store) -> set[str]:
         return self.full(store).all_labels()
@@ -270,11 +293,18 @@ class IndexState:
     # --- checkpoint ------------------------------------------------------------------------
 
     def checkpoint(
-        self, store: Store, uuid: str, *, policy: MergePolicy = MergePolicy()
+        self,
+        store: Store,
+        uuid: str,
+        *,
+        policy: MergePolicy = MergePolicy(),
+        files: Callable[[], pa.Table | None] | None = None,
     ) -> IndexState:
         """This state with no tail pieces: tail pairs become one piece (or stay inline in
         the root while they are at most ``policy.inline_pairs``); small pieces merge; a full
-        rewrite when ``dead`` passes :meth:`MergePolicy.too_dead`."""
+        rewrite when ``dead`` passes :meth:`MergePolicy.too_dead`. A piece written keeps
+        the file records of the pieces it merges; ``files`` gives those of tail labels."""
+        records = CarriedRecords(self, store, files)
         counts = [piece_pairs(f) for f in self.pieces]
         footers = [*self.pieces, *(tp.footer for tp in self.tail_pieces)]
         sizes = [*counts, *(tp.pairs for tp in self.tail_pieces)]
@@ -283,7 +313,7 @@ class IndexState:
             sizes.append(self.tail.num_rows)  # the tail as a new piece, index len(footers)
         total = sum(sizes) + (self.tail.num_rows if inline else 0)
         if policy.too_dead(len(self.dead), total) or self._revived(store, tail=not inline):
-            return self._rewrite(store, uuid)
+            return self._rewrite(store, uuid, records)
         biggest = max(sizes, default=0)
         small = {i for i, n in enumerate(sizes) if n * policy.small_ratio < biggest}
         merge = small if len(small) > policy.max_small_pieces else set()
@@ -292,23 +322,32 @@ class IndexState:
         if not inline:
             merge.add(len(footers))
         if sizes and len(merge) == len(sizes):
-            return self._rewrite(store, uuid)
+            return self._rewrite(store, uuid, records)
         chosen = [footers[i] for i in sorted(merge) if i < len(footers)]
-        parts = [_without(self._piece_pairs(store, f), self.dead) for f in chosen]
+        dead = {tp.footer.key: tp.dead for tp in self.tail_pieces}
+        parts = [_without(records.pairs(f, dead.get(f.key, self.dead)), self.dead) for f in chosen]
         if not inline:
             parts.append(self.tail)
         kept = tuple(f for i, f in enumerate(footers) if i not in merge)
         merged = pa.concat_tables(parts) if parts else self.tail.slice(0, 0)
         if merged.num_rows:
-            kept = (*kept, write_piece(store, uuid, self.column, merged))
+            piece = write_piece(store, uuid, self.column, merged, records.table(not inline))
+            kept = (*kept, piece)
         tail = self.tail if inline else self.tail.slice(0, 0)
         return replace(self.reset(), pieces=kept, dead=self.dead, tail=tail)
 
-    def _rewrite(self, store: Store, uuid: str) -> IndexState:
-        pairs = self._live_pairs(store)
+    def _rewrite(
+        self, store: Store, uuid: str, records: CarriedRecords | None = None
+    ) -> IndexState:
+        records = records or CarriedRecords(self, store, None)
+        parts = [_without(records.pairs(f, self.dead), self.dead) for f in self.pieces]
+        parts += [_without(records.pairs(tp.footer, tp.dead), tp.dead) for tp in self.tail_pieces]
+        parts.append(self.tail)
+        pairs = pa.concat_tables(parts)
         if pairs.num_rows == 0:
             return self.reset()
-        return replace(self.reset(), pieces=(write_piece(store, uuid, self.column, pairs),))
+        piece = write_piece(store, uuid, self.column, pairs, records.table(True))
+        return replace(self.reset(), pieces=(piece,))
 
     def _revived(self, store: Store, *, tail: bool = True) -> bool:
         """Do tail pairs (when they become a piece) or tail pieces re-add a label of

@@ -15,7 +15,8 @@ then ``set.indices`` replaces the map, then the deltas add their pairs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +25,8 @@ import pyarrow as pa
 from parquetry.dataset.indexpieces import normalise_pairs, write_piece
 from parquetry.dataset.indexstate import INLINE_INDEX_PAIRS, IndexState
 from parquetry.dataset.indices import IndexData, write_index
+from parquetry.dataset.metadata import FileInfo
+from parquetry.dataset.piecefiles import encode_record, record_table
 from parquetry.dataset.schema import normalise_type
 from parquetry.errors import MetadataCorrupted
 from parquetry.store import Store
@@ -72,14 +75,21 @@ def states_of(store: Store | None, doc: Any) -> dict[str, IndexState]:
 
 
 def state_of_pairs(
-    store: Store, uuid: str, column: str, t: pa.DataType, pairs: pa.Table
+    store: Store,
+    uuid: str,
+    column: str,
+    t: pa.DataType,
+    pairs: pa.Table,
+    files: Callable[[], pa.Table | None] | None = None,
 ) -> IndexState:
     """A whole state holding ``pairs``: one piece beyond INLINE_INDEX_PAIRS (an entry's
-    ``set.indices`` stays small), else inline pairs."""
+    ``set.indices`` stays small), else inline pairs. ``files``: the labels' file records
+    for that piece."""
     state = IndexState.empty(column, t)
     pairs = normalise_pairs(pairs, state.type)
     if pairs.num_rows > INLINE_INDEX_PAIRS:
-        return replace(state, pieces=(write_piece(store, uuid, column, pairs),))
+        piece = write_piece(store, uuid, column, pairs, files() if files else None)
+        return replace(state, pieces=(piece,))
     return state.with_pairs(pairs)
 
 
@@ -153,8 +163,50 @@ def root_piece_keys(forms: Any) -> set[str]:
 
 
 def checkpointed_states(store: Store, doc: Any) -> dict[str, IndexState]:
-    """Every index of ``doc`` checkpointed (tail pieces folded, small pieces merged)."""
-    return {c: s.checkpoint(store, doc.uuid) for c, s in states_of(store, doc).items()}
+    """Every index of ``doc`` checkpointed (tail pieces folded, small pieces merged); a
+    piece written from the tail gets the file records of the labels added since the last
+    checkpoint (in memory: no segment is read)."""
+    return {
+        c: s.checkpoint(store, doc.uuid, files=lambda: added_records(doc))
+        for c, s in states_of(store, doc).items()
+    }
+
+
+def added_records(doc: Any) -> pa.Table | None:
+    """File records (piecefiles.py) of the labels the catalog holds in memory (added since
+    its checkpoint); None when ``doc`` has no such catalog."""
+    catalog = getattr(doc.partitions, "catalog", None)
+    adds = getattr(catalog, "adds", None)
+    if not isinstance(adds, Mapping):
+        return None
+    return _records(doc.uuid, adds.items())
+
+
+def all_records(doc: Any) -> pa.Table:
+    """File records of every label of ``doc`` (loads every segment: for O(table) work such
+    as ``build_index``, whose piece then equals the one a commit of the same files wrote)."""
+    catalog = getattr(doc.partitions, "catalog", None)
+    if catalog is not None:
+        return _records(doc.uuid, iter(catalog))
+    infos = doc.files
+    return _records(
+        doc.uuid, ((lbl, (keys, infos.get(lbl))) for lbl, keys in doc.partitions.items())
+    )
+
+
+def _records(uuid: str, items: Iterable[tuple[str, tuple[Mapping[str, str], Any]]]) -> pa.Table:
+    out: dict[str, str | None] = {}
+    for label, (keys, info) in items:
+        try:
+            if isinstance(info, str):
+                info = json.loads(info)
+            if isinstance(info, list):
+                info = FileInfo.from_json(info)
+        except (ValueError, TypeError):
+            continue  # no record: a lookup of this label reads its segment
+        if isinstance(info, FileInfo):
+            out[label] = encode_record(uuid, label, keys, info.rows, info.size)
+    return record_table(out)
 
 
 def pointer_document(store: Store, doc: Any) -> Any:

@@ -239,6 +239,9 @@ class IndexLookup:
         self.keys: list[str] = []
         self._full: IndexData | None = None
         self._state: IndexState | None = None
+        #: label -> (file record text, piece key) of labels found in pieces so far
+        #: (piecefiles.py).
+        self.files: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def from_state(cls, store: Store, state: IndexState) -> IndexLookup:
@@ -249,9 +252,10 @@ class IndexLookup:
 
     def lookup(self, lit: Literal) -> set[str]:
         if self._state is not None and self._full is None:
-            labels, keys = self._state.search(self.store, lit)
+            labels, keys, files = self._state.search_files(self.store, lit)
             self.requests += len(keys)
             self.keys.extend(keys)
+            self.files.update(files)
             return labels
         if self._full is None and self.footer is not None:
             got = self._ranged(self.footer, lit)

@@ -20,6 +20,7 @@ from parquetry.dataset.entry import Change, catalog_of, with_catalog
 from parquetry.dataset.indexstate import IndexState
 from parquetry.dataset.indexwire import (
     PLACEHOLDER,
+    all_records,
     index_state,
     state_of_pairs,
     states_form,
@@ -28,6 +29,7 @@ from parquetry.dataset.indexwire import (
 from parquetry.dataset.indices import IndexData, build_pairs
 from parquetry.dataset.metadata import DatasetDocument, FileInfo, VersionInfo
 from parquetry.dataset.naming import is_index_piece_key
+from parquetry.dataset.piecefiles import encode_record, record_table
 from parquetry.dataset.predicates import Literal, eval_scalar
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
@@ -181,7 +183,9 @@ def _index_changes(
         t = normalise_type(schema.field(col).type)
         if col in override:
             pairs = override[col].pairs()
-            states[col] = before[col] = state_of_pairs(store, base.uuid, col, t, pairs)
+            states[col] = before[col] = state_of_pairs(
+                store, base.uuid, col, t, pairs, files=lambda: all_records(base)
+            )
             continue
         state = old[col] if col in old else IndexState.empty(col, t)
         if any(not is_index_piece_key(base.uuid, f.key) for f in state.pieces):
@@ -198,11 +202,23 @@ def _index_changes(
         pairs = build_pairs(((fd.label, _file_index_values(store, fd, col)) for fd in add), t)
         pairs = pairs.filter(pc.is_valid(pairs.column("value")))
         if pairs.num_rows:
-            deltas[col] = delta = state.encode_delta(store, base.uuid, pairs)
+            deltas[col] = delta = state.encode_delta(
+                store, base.uuid, pairs, files=lambda: _file_records(base.uuid, add)
+            )
             state = state.with_delta(delta, key=f"{base.uuid} index {col!r}")
         states[col] = state
     changed_map = set(columns) != set(base.indices) or bool(override) or moved
     return states, deltas, (states_form(before) if changed_map else None)
+
+
+def _file_records(uuid: str, add: Sequence[FileDescription]) -> pa.Table:
+    """The added files' records, stored with a large delta's index piece (piecefiles.py)."""
+    return record_table(
+        {
+            fd.label: encode_record(uuid, fd.label, {fd.table: fd.key}, fd.rows, fd.size)
+            for fd in add
+        }
+    )
 
 
 def labels_in_scope(

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from parquetry.dataset.indices import IndexLookup
 from parquetry.dataset.metadata import DatasetDocument
+from parquetry.dataset.piecefiles import decode_record
 from parquetry.dataset.predicates import DNF, Literal, eval_scalar, eval_stats
 from parquetry.dataset.stats import decode_stats
 
@@ -52,8 +53,11 @@ class _Rest(AbstractSet[str]):
     """The labels of ``doc`` except ``exclude``, materialised only when iterated: a plan
     whose every conjunction uses an index never lists the whole (lazy) catalog."""
 
-    def __init__(self, doc: DatasetDocument, exclude: set[str]):
-        self.doc, self.exclude = doc, exclude
+    def __init__(
+        self, doc: DatasetDocument, exclude: set[str], known: AbstractSet[str] = frozenset()
+    ):
+        # known: labels already known to be in the state (no catalog lookup, no segment)
+        self.doc, self.exclude, self.known = doc, exclude, known
 
     def __contains__(self, label: object) -> bool:
         return label not in self.exclude and label in self.doc.partitions
@@ -62,7 +66,7 @@ class _Rest(AbstractSet[str]):
         return (x for x in self.doc.partitions if x not in self.exclude)
 
     def __len__(self) -> int:
-        present = sum(1 for x in self.exclude if x in self.doc.partitions)
+        present = sum(1 for x in self.exclude if x in self.known or x in self.doc.partitions)
         return len(self.doc.partitions) - present
 
 
@@ -120,6 +124,7 @@ def make_plan(
     )
     labels: list[str] | None = None if lazy else list(doc.partitions)
     table = doc.tables[0]
+    known: dict[str, tuple[str, int, int]] = _KnownFiles(doc, indices, table) if lazy else {}
     first_reasons: list[tuple[str, str, Any]] = []
     if dnf is None:
         keep = set(labels or ())
@@ -127,28 +132,37 @@ def make_plan(
         keep = set()
         for i, conj in enumerate(dnf):
             reasons: list[tuple[str, str, Any]] = []
-            keep |= _conjunction(conj, labels, doc, schema, partition_values, indices, reasons)
+            keep |= _conjunction(
+                conj, labels, doc, schema, partition_values, indices, reasons, known
+            )
             if i == 0:
                 first_reasons = reasons
     files = []
     for label in labels if labels is not None else sorted(keep):
         if label not in keep:
             continue
-        info = doc.files.get(label, None)
+        rows: int | None
+        size: int | None
+        if label in known:
+            key, rows, size = known[label]
+        else:
+            info = doc.files.get(label, None)
+            key = doc.partitions[label][table]
+            rows, size = (info.rows, info.size) if info else (None, None)
         files.append(
             PlannedFile(
                 label=label,
-                key=doc.partitions[label][table],
+                key=key,
                 table=table,
                 partition=partition_values(label),
-                rows=info.rows if info else None,
-                size=info.size if info else None,
+                rows=rows,
+                size=size,
             )
         )
     pruned = []
     for reason, column, removed in first_reasons:
         gone: AbstractSet[str] = (
-            _Rest(doc, removed.exclude | keep)
+            _Rest(doc, removed.exclude | keep, known.keys())
             if isinstance(removed, _Rest)
             else frozenset(removed - keep)
         )
@@ -162,6 +176,25 @@ def make_plan(
         requests=requests,
         request_keys=request_keys,
     )
+
+
+class _KnownFiles(dict[str, tuple[str, int, int]]):
+    """label -> (key, rows, size) of the labels whose index pieces carry file records
+    (piecefiles.py): planning them needs no segment. :meth:`refresh` decodes what the
+    index lookups collected; :func:`_conjunction` calls it after each lookup."""
+
+    def __init__(self, doc: DatasetDocument, indices: Mapping[str, IndexLookup], table: str):
+        super().__init__()
+        self.doc, self.indices, self.table = doc, indices, table
+
+    def refresh(self) -> None:
+        for ix in self.indices.values():
+            for label, (text, piece) in ix.files.items():
+                if label in self:
+                    continue
+                rec = decode_record(self.doc.uuid, label, text, self.doc.tables, key=piece)
+                if self.table in rec.keys:
+                    self[label] = (rec.keys[self.table], rec.rows, rec.size)
 
 
 def _label_prefix(doc: DatasetDocument, conj: tuple[Literal, ...]) -> str | None:
@@ -195,15 +228,21 @@ def _conjunction(
     partition_values: Callable[[str], tuple[tuple[str, Any], ...]],
     indices: Mapping[str, IndexLookup],
     reasons: list[tuple[str, str, Any]],
+    known: Mapping[str, tuple[str, int, int]],
 ) -> set[str]:
-    """Labels satisfying one conjunction; ``reasons`` gets (reason, column, removed) steps."""
+    """Labels satisfying one conjunction; ``reasons`` gets (reason, column, removed) steps.
+
+    ``known``: labels an index piece gave a file record for (lazy plans): they are in the
+    state (a piece's live labels are) and their indexed literals need no statistics."""
     keys = set(doc.partition_keys)
     current: set[str] | None = set(labels) if labels is not None else None
     for lit in conj:
         if lit.column in indices and lit.op != "is null":
             hits = indices[lit.column].lookup(lit)
+            if isinstance(known, _KnownFiles):
+                known.refresh()
             if current is None:  # lazy: the index's labels that are in the state
-                current = {x for x in hits if x in doc.partitions}
+                current = {x for x in hits if x in known or x in doc.partitions}
                 reasons.append((BY_INDEX, lit.column, _Rest(doc, set(current))))
                 continue
             reasons.append((BY_INDEX, lit.column, current - hits))
@@ -223,7 +262,11 @@ def _conjunction(
             continue
         t = schema.field(lit.column).type
         kept = set()
+        by_index = lit.column in indices and lit.op != "is null"
         for label in current:
+            if by_index and label in known:
+                kept.add(label)  # the index found the value in this file
+                continue
             info = doc.files.get(label, None)
             st = decode_stats(info.stats, lit.column, t) if info else None
             if info is None or st is None or eval_stats(lit, st[0], st[1], st[2], info.rows):
