@@ -66,6 +66,9 @@ seen by this rewrite: they stay, as with Delta's WriteSerializable isolation). O
 :class:`CommitConflict` names the labels (and files) a concurrent commit removed. A
 concurrent schema change is taken when this rewrite's files fit it
 (:func:`parquetry.dataset.ops.fit_concurrent_schema`), else it conflicts too.
+``check_added(base, labels)`` (optional) is then called with the labels the newer version
+has that this rewrite's did not (the files concurrent commits added) and may raise a
+CommitConflict (upsert: files holding its keys; it then runs again on the new version).
 
 Failures
 ========

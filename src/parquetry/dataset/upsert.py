@@ -25,9 +25,25 @@ How it reads as little as it can:
 Memory: ``data`` is held in memory (with its keys), plus the engine's bound for one file
 (its table, the kept rows and the encoded output: about 3-4x the largest file rewritten),
 plus the key columns of one candidate file and the matches found so far (two integers per
-matched row). Concurrency: the engine's rules (re-applied on a newer version unless a
-concurrent commit removed a file this upsert rewrites; then CommitConflict). Rows appended
-concurrently are not seen: an append of a key this upsert inserts leaves both rows.
+matched row).
+
+Concurrency (serializable in commit order, per key): when another writer committed first,
+
+- a concurrent commit that **removed** a file this upsert rewrites (another upsert, a
+  delete, an update or a compaction of it): CommitConflict naming the files (the engine's
+  rule: the input changed), nothing committed;
+- a concurrent commit that **added** files holding one of the upsert's keys (another
+  upsert's insert, an append, an update that moved or re-keyed rows): the plan is stale
+  (it would insert a key that now exists, or leave a row not updated), so the upsert runs
+  again on the newest version (up to ``max_retries`` times, then CommitConflict naming
+  the files). Which added files hold a key is decided with the cheapest evidence first:
+  partition values, min/max statistics, then the added files' key columns
+  (:func:`~parquetry.dataset.upsertkeys.added_holding_keys`);
+- otherwise the engine re-applies the upsert on the newer version.
+
+So the result equals running the committed upserts one after another in commit order:
+two upserts of the same new key leave it once. A row appended *after* the upsert committed
+is the append's business (append does not look at keys).
 """
 
 from __future__ import annotations
