@@ -144,7 +144,9 @@ def _search_piece(
 
             def decode(chunk: list[int], data: bytes = data, start: int = start) -> _Decoded:
                 sparse = _SparseFile(store, footer, {start: data})
-                pf = pq.ParquetFile(sparse, metadata=md, pre_buffer=False)
+                pf = pq.ParquetFile(
+                    sparse, metadata=md, pre_buffer=False, read_dictionary=_dictionary(md)
+                )
                 # One row group decoded at a time per thread: a run of 32 MiB holds ~10x
                 # that decoded (labels are long strings); only matching pairs are kept.
                 found = [_group_pairs(state, footer.key, pf, g, values, dead) for g in chunk]
@@ -172,6 +174,22 @@ def _search_piece(
 
 
 _Decoded = tuple[list[pa.Table], int]
+_LABELS = "partition.list.element"
+
+
+def _dictionary(md: pq.FileMetaData) -> list[str] | None:
+    """Read the labels as a dictionary when the piece stores them dictionary-encoded
+    (pieces written since: ~1,000 distinct labels per 32k-pair row group, decoded as
+    indices instead of 32k strings); older pieces are plain, where a dictionary would be
+    built by hashing every string (slower than decoding them)."""
+    if md.num_row_groups == 0:
+        return None
+    group = md.row_group(0)
+    for i in range(group.num_columns):
+        column = group.column(i)
+        if column.path_in_schema == _LABELS:
+            return [_LABELS] if column.has_dictionary_page else None
+    return None
 
 
 def _split(run: list[int], n: int) -> list[list[int]]:
