@@ -157,3 +157,29 @@ def test_errors_name_the_column_or_piece() -> None:
     store.delete(state.pieces[0].key)
     with pytest.raises(MetadataCorrupted, match=state.pieces[0].key):
         lookup_values(store, state, pa.array([1]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    column=st.lists(st.integers(-10, 10), max_size=40),
+    wanted=st.lists(st.integers(-12, 12), max_size=15),
+    sort=st.booleans(),
+    as_string=st.booleans(),
+)
+def test_hit_rows_equals_a_brute_force_oracle(
+    column: list[int], wanted: list[int], sort: bool, as_string: bool
+) -> None:
+    """The rows of a piece's row group whose value is looked up: the binary search of
+    sorted integer groups (duplicates too, as a kartothek file may have) and the is_in
+    path of unsorted groups and other types agree with a scan."""
+    from parquetry.dataset.indexlookup import _hit_rows
+
+    if sort:
+        column = sorted(column)
+    values = sorted(set(wanted))
+    t = pa.string() if as_string else pa.int64()
+    cast = (lambda xs: [str(x) for x in xs]) if as_string else (lambda xs: xs)
+    got = _hit_rows(pa.array(cast(column), t), pa.array(cast(values), t))
+    expected = [i for i, v in enumerate(column) if v in set(values)]
+    assert got.tolist() == expected
+    assert got.dtype == np.int64

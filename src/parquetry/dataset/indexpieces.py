@@ -127,9 +127,11 @@ def write_piece(
         table.schema,
         compression="zstd",
         # Measured on 1M string values: no dictionary makes a row group smaller (427 vs
-        # 490 KiB) and 2.5x faster to decode (16 vs 41 ms): values are distinct and labels
-        # are spread over many partitions.
-        use_dictionary=False,
+        # 490 KiB) and 2.5x faster to decode (16 vs 41 ms): values are distinct. Labels
+        # repeat (one per file, in every row group): dictionary-encoded they take 40 %
+        # less space, and a batch lookup reading them as a dictionary decodes them 3.6x
+        # faster (2M pairs of 1,000 labels: 0.06 vs 0.23 CPU s; indexlookup.py).
+        use_dictionary=["partition.list.element"],
         write_statistics=[column],
         store_schema=False,  # the type comes from the dataset schema; keeps the footer small
     ) as writer:

@@ -66,6 +66,9 @@ seen by this rewrite: they stay, as with Delta's WriteSerializable isolation). O
 :class:`CommitConflict` names the labels (and files) a concurrent commit removed. A
 concurrent schema change is taken when this rewrite's files fit it
 (:func:`parquetry.dataset.ops.fit_concurrent_schema`), else it conflicts too.
+``check_added(base, labels)`` (optional) is then called with the labels the newer version
+has that this rewrite's did not (the files concurrent commits added) and may raise a
+CommitConflict (upsert: files holding its keys; it then runs again on the new version).
 
 Failures
 ========
@@ -102,6 +105,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENGINE_METRICS",
+    "CheckAdded",
     "Edit",
     "FileEdit",
     "Progress",
@@ -137,6 +141,10 @@ class FileEdit:
 Edit = Callable[[str, pa.Table], FileEdit | None]
 #: ``progress(done_files, total_files)``.
 Progress = Callable[[int, int], None]
+#: ``check_added(base, labels)``: called before committing on a newer version ``base`` with
+#: the labels it has that this rewrite's version had not (files concurrent commits added);
+#: raises (a CommitConflict) when they may change what the operation decided.
+CheckAdded = Callable[[DatasetDocument, list[str]], None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -393,6 +401,16 @@ def _gone(base: DatasetDocument, doc: DatasetDocument, removed: Sequence[str]) -
     return out
 
 
+def _added(base: DatasetDocument, doc: DatasetDocument) -> list[str]:
+    """The labels of ``base`` that ``doc`` does not have with the same file."""
+    out = []
+    for label, files in base.partitions.items():
+        old = doc.partitions.get(label)
+        if old is None or dict(old) != dict(files):
+            out.append(label)
+    return out
+
+
 def rewrite_files(
     ds: Dataset,
     labels: Iterable[str],
@@ -409,6 +427,7 @@ def rewrite_files(
     metadata: Mapping[str, Any] | None = None,
     concurrency: int = 1,
     buffer_bytes: int = BUFFER_BYTES,
+    check_added: CheckAdded | None = None,
 ) -> LoadedState:
     """Rewrite files of ``ds`` and commit once (see the module docstring); the new state.
 
@@ -431,6 +450,7 @@ def rewrite_files(
         metadata=metadata,
         concurrency=concurrency,
         buffer_bytes=buffer_bytes,
+        check_added=check_added,
     ).state
 
 
@@ -450,6 +470,7 @@ def rewrite(
     metadata: Mapping[str, Any] | None = None,
     concurrency: int = 1,
     buffer_bytes: int = BUFFER_BYTES,
+    check_added: CheckAdded | None = None,
 ) -> RewriteResult:
     """:func:`rewrite_files`, also saying what it did (for reports such as the CLI's)."""
     from parquetry.dataset.transact import string_parameters
@@ -476,7 +497,9 @@ def rewrite(
     )
     if not plan.removed and not added:
         return RewriteResult(state=ds._state(), plan=plan, committed=False)
-    state = _commit(ds, plan.removed, added, operation, params, recorded, metadata, max_retries)
+    state = _commit(
+        ds, plan.removed, added, operation, params, recorded, metadata, max_retries, check_added
+    )
     return RewriteResult(state=state, plan=plan, committed=True)
 
 
@@ -489,6 +512,7 @@ def _commit(
     recorded: Mapping[str, int],
     metadata: Mapping[str, Any] | None,
     max_retries: int | None,
+    check_added: CheckAdded | None = None,
 ) -> LoadedState:
     store, doc = ds.store, ds.document
     schema = ds.schema
@@ -512,6 +536,10 @@ def _commit(
                     f"(files {keys}); nothing is committed",
                     key=keys[0],
                 )
+            if check_added is not None:
+                new_labels = _added(base, doc)
+                if new_labels:
+                    check_added(base, new_labels)
         new = apply_change(
             work,
             base,

@@ -25,14 +25,30 @@ How it reads as little as it can:
 Memory: ``data`` is held in memory (with its keys), plus the engine's bound for one file
 (its table, the kept rows and the encoded output: about 3-4x the largest file rewritten),
 plus the key columns of one candidate file and the matches found so far (two integers per
-matched row). Concurrency: the engine's rules (re-applied on a newer version unless a
-concurrent commit removed a file this upsert rewrites; then CommitConflict). Rows appended
-concurrently are not seen: an append of a key this upsert inserts leaves both rows.
+matched row).
+
+Concurrency (serializable in commit order, per key): when another writer committed first,
+
+- a concurrent commit that **removed** a file this upsert rewrites (another upsert, a
+  delete, an update or a compaction of it): CommitConflict naming the files (the engine's
+  rule: the input changed), nothing committed;
+- a concurrent commit that **added** files holding one of the upsert's keys (another
+  upsert's insert, an append, an update that moved or re-keyed rows): the plan is stale
+  (it would insert a key that now exists, or leave a row not updated), so the upsert runs
+  again on the newest version (up to ``max_retries`` times, then CommitConflict naming
+  the files). Which added files hold a key is decided with the cheapest evidence first:
+  partition values, min/max statistics, then the added files' key columns
+  (:func:`~parquetry.dataset.upsertkeys.added_holding_keys`);
+- otherwise the engine re-applies the upsert on the newer version.
+
+So the result equals running the committed upserts one after another in commit order:
+two upserts of the same new key leave it once. A row appended *after* the upsert committed
+is the append's business (append does not look at keys).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,10 +56,12 @@ import numpy as np
 import pyarrow as pa
 
 from parquetry.dataset.commit import MAX_RETRIES
+from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.rewrite import FileEdit, Progress, rewrite_files
 from parquetry.dataset.upsertkeys import (
     DATA_ROW,
     FILE_ROW,
+    added_holding_keys,
     candidate_labels,
     check_on,
     key_table,
@@ -52,7 +70,7 @@ from parquetry.dataset.upsertkeys import (
     source_table,
 )
 from parquetry.dataset.versions import LoadedState
-from parquetry.errors import InvalidArgument
+from parquetry.errors import CommitConflict, InvalidArgument
 from parquetry.parquet import WriteOptions
 
 if TYPE_CHECKING:
@@ -143,6 +161,31 @@ def _editor(source: pa.Table, keys: pa.Table, on: Sequence[str], when_matched: s
     return edit
 
 
+class _KeysAdded(CommitConflict):
+    """A concurrent commit added files holding keys of this upsert: its plan is stale."""
+
+    def __init__(self, message: str, *, key: str, labels: list[str]):
+        super().__init__(message, key=key)
+        self.labels = labels
+
+
+def _check_added(
+    ds: Dataset, keys: pa.Table, on: Sequence[str]
+) -> Callable[[DatasetDocument, list[str]], None]:
+    def check(base: DatasetDocument, labels: list[str]) -> None:
+        hit = added_holding_keys(ds, base, labels, keys, on)
+        if hit:
+            files = [base.partitions[lbl][base.tables[0]] for lbl in hit[:3]]
+            raise _KeysAdded(
+                f"dataset {ds.uuid!r}: a concurrent commit added {len(hit)} file(s) holding "
+                f"keys of this upsert, e.g. {hit[:3]} (files {files}); nothing is committed",
+                key=files[0],
+                labels=hit,
+            )
+
+    return check
+
+
 def upsert(
     ds: Dataset,
     data: Any,
@@ -155,7 +198,47 @@ def upsert(
     max_retries: int | None = MAX_RETRIES,
     progress: Progress | None = None,
 ) -> LoadedState:
-    """The body of :meth:`Dataset.upsert` (see the module docstring)."""
+    """The body of :meth:`Dataset.upsert` (see the module docstring).
+
+    A concurrent commit that added files holding keys of ``data`` makes this upsert's plan
+    stale (it would insert a key that now exists, or miss a row to update): the upsert is
+    run again on the newest version, up to ``max_retries`` times (None: no limit), then
+    raises CommitConflict naming the files."""
+    from parquetry.dataset.dataset import Dataset
+
+    attempt = 0
+    while True:
+        try:
+            return _upsert_once(
+                ds,
+                data,
+                on,
+                when_matched=when_matched,
+                when_not_matched=when_not_matched,
+                merge_schema=merge_schema,
+                write_options=write_options,
+                max_retries=max_retries,
+                progress=progress,
+            )
+        except _KeysAdded:
+            attempt += 1
+            if max_retries is not None and attempt > max_retries:
+                raise
+        ds = Dataset.open(ds.store, ds.uuid, decryption=ds._decryption)
+
+
+def _upsert_once(
+    ds: Dataset,
+    data: Any,
+    on: Sequence[str],
+    *,
+    when_matched: str,
+    when_not_matched: str,
+    merge_schema: bool,
+    write_options: WriteOptions | None,
+    max_retries: int | None,
+    progress: Progress | None,
+) -> LoadedState:
     _check_modes(when_matched, when_not_matched)
     keys_on = check_on(ds, on)
     source, target = source_table(ds, data, merge_schema)
@@ -197,4 +280,5 @@ def upsert(
         write_options=write_options,
         max_retries=max_retries,
         progress=progress,
+        check_added=_check_added(ds, keys, keys_on),
     )

@@ -18,7 +18,9 @@ import pyarrow.compute as pc
 from parquetry.dataset.evolve import resolve_write_schema
 from parquetry.dataset.indexlookup import lookup_values
 from parquetry.dataset.indexwire import index_state
+from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.plan import PlannedFile
+from parquetry.dataset.read import read_planned_file
 from parquetry.dataset.schema import cast_to_schema
 from parquetry.dataset.stats import decode_stats
 from parquetry.dataset.write import iter_input, storage_schema
@@ -31,6 +33,7 @@ __all__ = [
     "DATA_ROW",
     "Candidates",
     "FILE_ROW",
+    "added_holding_keys",
     "candidate_labels",
     "key_table",
     "match_rows",
@@ -257,3 +260,54 @@ def match_rows(file_keys: pa.Table, keys: pa.Table, on: Sequence[str]) -> pa.Tab
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise InvalidArgument(f"upsert key columns {list(on)} cannot be matched: {exc}") from None
     return joined.select([FILE_ROW, DATA_ROW]).sort_by(FILE_ROW)
+
+
+def added_holding_keys(
+    ds: Dataset, base: DatasetDocument, labels: Sequence[str], keys: pa.Table, on: Sequence[str]
+) -> list[str]:
+    """The labels among ``labels`` (files of ``base`` that ``ds``'s version did not have:
+    concurrent commits added them) holding a key of ``keys``.
+
+    Cheapest evidence first: a file whose partition values (partition keys among ``on``)
+    or min/max statistics (the other key columns) exclude every key is left unread; the
+    key columns of the rest are read and matched exactly (``match_rows``). NULL keys never
+    match (``keys`` has none)."""
+    if keys.num_rows == 0:
+        return []
+    pkeys = [k for k in ds.partition_keys if k in on]
+    others = [c for c in on if c not in ds.partition_keys]
+    wanted = set(zip(*(keys.column(k).to_pylist() for k in pkeys), strict=True)) if pkeys else None
+    distinct = {c: pc.unique(keys.column(c).combine_chunks()) for c in others}
+    schema = base.schema if base.schema is not None else ds.schema
+    types = {c: schema.field(c).type for c in others}
+    table = base.tables[0]
+    out = []
+    for label in labels:
+        if wanted is not None and _pvalues(ds, label, pkeys) not in wanted:
+            continue
+        info = base.files.get(label, None)
+        if info is not None and info.rows == 0:
+            continue
+        keep = True
+        for c in others:
+            st = decode_stats(info.stats, c, types[c]) if info is not None else None
+            if st is not None and st[0] is not None and st[1] is not None:
+                keep = _may_hold(distinct[c], st[0], st[1], types[c])
+            if not keep:
+                break
+        if not keep:
+            continue
+        planned = PlannedFile(
+            label=label,
+            key=base.partitions[label][table],
+            table=table,
+            partition=ds._values_of(label),
+            rows=info.rows if info else None,
+            size=info.size if info else None,
+        )
+        file_keys = read_planned_file(
+            ds.store, schema, planned, columns=list(on), decryption=ds._decryption
+        )
+        if match_rows(file_keys, keys, on).num_rows:
+            out.append(label)
+    return out
