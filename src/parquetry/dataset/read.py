@@ -186,16 +186,18 @@ def read_whole_file(
     planned: PlannedFile,
     columns: Sequence[str],
     decryption: Decryption = None,
+    data: bytes | None = None,
 ) -> list[pa.Table]:
     """Every row group of one (small) file as tables, like :func:`read_row_groups`, with
-    one GET. The footer is still checked (parquetry's Thrift reader, on the bytes already
-    read) before pyarrow sees it: pyarrow aborts the process on some malformed footers
+    one GET (none when the caller already holds the file's bytes ``data``). The footer is
+    still checked (parquetry's Thrift reader, on the bytes already read) before pyarrow
+    sees it: pyarrow aborts the process on some malformed footers
     (:mod:`parquetry.parquet.footer_check`), so a corrupted or encrypted file takes the
     checked path, which raises the error naming it. Encrypted reads always take that path.
     """
     if decryption is None:
         try:
-            data = store.get(planned.key)
+            data = store.get(planned.key) if data is None else data
         except NotFound:
             raise MetadataCorrupted(
                 f"data file {planned.key} of partition {planned.label!r} is missing",

@@ -1,0 +1,277 @@
+"""Compaction outputs assembled from the inputs' bytes (``binary_copy``), without decoding.
+
+Each input file is fetched whole (small files read ahead in threads), its footer parsed and
+checked by parquetry's own Thrift reader, and :func:`parquetry.parquet.rgcopy.copy_check`
+decides whether its row groups can be copied: same Parquet schema as the output (the one
+pyarrow writes for the dataset's payload schema with the dataset's write options), no
+encryption, every chunk's pages walking exactly to its end, and version-document
+statistics for every column (the output's document statistics are merged from them).
+Then per row group:
+
+- at least :data:`KEEP_FRACTION` of the output row-group size (uncompressed bytes, or rows
+  when ``row_group_size`` is set): copied whole;
+- smaller, without dictionary pages: concatenated page by page with the following small row
+  groups of the same codecs into one row group of up to the output row-group size;
+- smaller, with dictionary pages (pyarrow's default encoding): copied whole with
+  ``binary_copy=True``; decoded and re-encoded with the rows that need it under ``"auto"``
+  (see docs/benchmarks.md, "Binary copy", for the read speed that motivates it).
+
+Everything else (another schema, encrypted or damaged files, files kartothek wrote without
+statistics in the document) is decoded and re-encoded by pyarrow with the dataset's write
+options, and those row groups are copied into the same output. Rows keep the inputs' order.
+
+Memory: the output being assembled (about the target size; the buffer grows by doubling),
+the inputs read ahead (:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), and at
+most one output row group decoded for re-encoding.
+
+What the output does not carry over: page indexes and bloom filters (they point into the
+inputs), and the inputs keep their codec and encodings (the dataset's ``compression`` and
+``dictionary`` options apply to re-encoded row groups only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from parquetry.dataset.compact_write import READ_AHEAD_FILES, READ_THREADS, Accumulator
+from parquetry.dataset.naming import data_key, make_label, new_base_label
+from parquetry.dataset.plan import PlannedFile
+from parquetry.dataset.read import read_whole_file
+from parquetry.dataset.write import FileDescription
+from parquetry.errors import InvalidFormat, MetadataCorrupted, NotFound
+from parquetry.parquet.footer import footer_from_bytes
+from parquetry.parquet.footer_check import pyarrow_hazard
+from parquetry.parquet.rgcopy import RowGroupAssembler, copy_check, mergeable, schema_key
+from parquetry.store import PutMode
+
+if TYPE_CHECKING:
+    from parquetry.dataset.compact_write import BinWriter
+    from parquetry.dataset.metadata import FileInfo
+
+__all__ = ["KEEP_FRACTION", "BinCopier"]
+
+#: A row group of at least this fraction of the output row-group size is copied whole.
+KEEP_FRACTION = 0.25
+
+
+@dataclass(slots=True)
+class _Input:
+    planned: PlannedFile
+    data: bytes
+    meta: dict[int, Any] | None  # the checked footer when the file can be copied
+
+
+class BinCopier:
+    """Writes compaction outputs by binary copy where possible (see the module doc)."""
+
+    def __init__(self, writer: BinWriter, files: Mapping[str, FileInfo], small_dict: str):
+        self.w = writer
+        self.files = files
+        self.copy_small_dict = small_dict == "copy"
+        sink = pa.BufferOutputStream()
+        pq.write_table(
+            self.w.payload.empty_table(), sink, **self.w.opts.writer_kwargs(self.w.payload)
+        )
+        template = footer_from_bytes(sink.getvalue().to_pybytes(), "<template>").metadata
+        assert template is not None  # written just now, unencrypted
+        self.template = template
+        self.expected = schema_key(template)
+        from parquetry import __version__
+
+        self.created_by = f"parquetry version {__version__} (build binary-copy)".encode()
+        rows = self.w.opts.row_group_size
+        self.group_rows = rows
+        self.group_bytes = self.w.group_bytes
+
+    # --- inputs ------------------------------------------------------------------------------
+
+    def _fetch(self, f: PlannedFile) -> _Input:
+        try:
+            data = self.w.store.get(f.key)
+        except NotFound:
+            raise MetadataCorrupted(
+                f"data file {f.key} of partition {f.label!r} is missing", key=f.key
+            ) from None
+        return _Input(f, data, self._copyable(f, data))
+
+    def _copyable(self, f: PlannedFile, data: bytes) -> dict[int, Any] | None:
+        try:
+            raw = footer_from_bytes(data, f.key)
+        except (InvalidFormat, RecursionError):
+            return None  # the decoding path raises the error naming the file
+        if raw.metadata is None or pyarrow_hazard(raw) is not None:
+            return None
+        info = self.files.get(f.label)
+        names = self.w.payload.names
+        if info is None or not all(n in info.stats for n in names):
+            return None  # statistics to merge come from the document
+        start = len(data) - raw.footer_length - 8
+        if copy_check(raw.metadata, self.expected, data, start) is not None:
+            return None
+        return raw.metadata
+
+    def _inputs(self, files: Sequence[PlannedFile]) -> Iterator[_Input]:
+        """Every input fetched and checked, in order, a bounded number of bytes ahead."""
+        ahead_limit = self.w.ahead_bytes
+        with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+            pending: list[tuple[PlannedFile, Future[_Input]]] = []
+            i = 0
+            try:
+                while i < len(files) or pending:
+                    ahead = sum(f.size or 0 for f, _ in pending)
+                    while i < len(files) and len(pending) < READ_AHEAD_FILES:
+                        f = files[i]
+                        if pending and ahead + (f.size or 0) > ahead_limit:
+                            break
+                        pending.append((f, pool.submit(self._fetch, f)))
+                        ahead += f.size or 0
+                        i += 1
+                    yield pending.pop(0)[1].result()
+            finally:
+                for _, fut in pending:
+                    fut.cancel()
+
+    # --- output ------------------------------------------------------------------------------
+
+    def _big(self, group: dict[int, Any]) -> bool:
+        if self.group_rows is not None:
+            return bool(group[3] >= self.group_rows * KEEP_FRACTION)
+        return bool(group.get(2, 0) >= self.group_bytes * KEEP_FRACTION)
+
+    def write(
+        self, partition: tuple[tuple[str, Any], ...], files: Sequence[PlannedFile]
+    ) -> FileDescription:
+        """One output file holding every row of ``files``, in their order."""
+        label = make_label(partition, new_base_label())
+        key = data_key(self.w.uuid, self.w.table, label)
+        acc = Accumulator(self.w.payload, self.w.indices)
+        out = RowGroupAssembler(self.template, self.created_by)
+        state = _Pending(self, out, acc)
+        for item in self._inputs(files):
+            if item.meta is None:
+                state.decode(item)
+                continue
+            info = self.files[item.planned.label]
+            acc.add_stats(dict(info.stats), sum(g[3] for g in item.meta[4]))
+            if self.w.indices:
+                acc.add_values(self._index_columns(item))
+            for n, group in enumerate(item.meta[4]):
+                if not group[3]:
+                    continue
+                layout = None if self._big(group) else mergeable(group)
+                if layout is not None:
+                    state.merge(item.data, group, layout)
+                elif self._big(group) or self.copy_small_dict:
+                    state.flush()
+                    out.add_whole(item.data, group)
+                else:
+                    state.reencode(item, n)
+        state.flush()
+        payload = out.finish()
+        self.w.intent.record([key])  # recorded before written: GC never sees it uncovered
+        self.w.store.put(key, payload, mode=PutMode.CREATE)
+        stats, values = acc.result()
+        return FileDescription(
+            table=self.w.table,
+            key=key,
+            label=label,
+            partition=partition,
+            rows=acc.rows,
+            size=len(payload),
+            stats=stats,
+            index_values=values,
+            intent=self.w.intent.id,
+        )
+
+    def _index_columns(self, item: _Input) -> pa.Table:
+        """The secondary-index columns of a copied file (its footer is checked and safe)."""
+        names = list(self.w.indices)
+        table = pq.read_table(pa.BufferReader(item.data), columns=names, use_threads=False)
+        return table.cast(pa.schema([self.w.payload.field(n) for n in names]))
+
+    def reencoded(self, tables: Sequence[pa.Table]) -> tuple[bytes, dict[int, Any]]:
+        """``tables`` written by pyarrow with the dataset's options, as bytes and footer."""
+        data = pa.concat_tables(tables)
+        sink = pa.BufferOutputStream()
+        kwargs = self.w.opts.writer_kwargs(self.w.payload, data)
+        rg = self.w.opts.row_group_size or data.num_rows or 1
+        pq.write_table(data, sink, row_group_size=rg, **kwargs)
+        encoded = sink.getvalue().to_pybytes()
+        meta = footer_from_bytes(encoded, "<re-encoded row group>").metadata
+        if meta is None or schema_key(meta) != self.expected:  # pragma: no cover - invariant
+            raise InvalidFormat("re-encoded row groups do not have the output's schema")
+        return encoded, meta
+
+
+class _Pending:
+    """Row groups waiting to become one output row group: small pages to concatenate, or
+    decoded rows to re-encode (never both: switching flushes, so rows keep their order)."""
+
+    def __init__(self, copier: BinCopier, out: RowGroupAssembler, acc: Accumulator):
+        self.c, self.out, self.acc = copier, out, acc
+        self.parts: list[tuple[bytes, dict[int, Any]]] = []
+        self.layout: tuple[Any, ...] | None = None
+        self.tables: list[pa.Table] = []
+        self.size = 0
+
+    def _full(self, size: int, rows: int) -> bool:
+        if self.c.group_rows is not None:
+            return rows >= self.c.group_rows
+        return size >= self.c.group_bytes
+
+    def merge(self, data: bytes, group: dict[int, Any], layout: tuple[Any, ...]) -> None:
+        if self.tables or (self.parts and layout != self.layout):
+            self.flush()
+        self.parts.append((data, group))
+        self.layout = layout
+        self.size += group.get(2, 0)
+        if self._full(self.size, sum(g[3] for _, g in self.parts)):
+            self.flush()
+
+    def reencode(self, item: _Input, group: int) -> None:
+        """Decode one row group of a checked (copyable) file for re-encoding."""
+        if self.parts:
+            self.flush()
+        pf = pq.ParquetFile(pa.BufferReader(item.data))
+        table = pf.read_row_group(group, use_threads=False)
+        # Its statistics and index values were taken with the whole file's.
+        self._add_table(table.cast(self.c.w.payload))
+
+    def decode(self, item: _Input) -> None:
+        """A file that cannot be copied: decoded (and checked) by the ordinary read path."""
+        if self.parts:
+            self.flush()
+        w = self.c.w
+        names = w.payload.names
+        for table in read_whole_file(
+            w.store, w.schema, item.planned, names, w.decryption, data=item.data
+        ):
+            self.acc.add(table)
+            self._add_table(table)
+
+    def _add_table(self, table: pa.Table) -> None:
+        self.tables.append(table)
+        self.size += table.nbytes
+        if self._full(self.size, sum(t.num_rows for t in self.tables)):
+            self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            if len(self.parts) == 1:
+                self.out.add_whole(*self.parts[0])
+            else:
+                self.out.add_merged(self.parts)
+            self.parts = []
+        if self.tables:
+            data, meta = self.c.reencoded(self.tables)
+            self.tables = []
+            for group in meta[4]:
+                if group[3]:
+                    self.out.add_whole(data, group)
+        self.size = 0
