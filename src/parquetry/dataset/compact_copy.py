@@ -18,11 +18,13 @@ Then per row group:
 
 Everything else (another schema, encrypted or damaged files, files kartothek wrote without
 statistics in the document) is decoded and re-encoded by pyarrow with the dataset's write
-options, and those row groups are copied into the same output. Rows keep the inputs' order.
+options, and those row groups are copied into the same output. Rows do not keep the inputs'
+order (small row groups wait for others of their kind to fill an output row group).
 
 Memory: the output being assembled (about the target size; the buffer grows by doubling),
-the inputs read ahead (:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), and at
-most one output row group decoded for re-encoding.
+the inputs read ahead (:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), the
+inputs whose small row groups wait to be merged (less than one output row group of them per
+codec layout), and at most one output row group decoded for re-encoding.
 
 What the output does not carry over: page indexes and bloom filters (they point into the
 inputs), and the inputs keep their codec and encodings (the dataset's ``compression`` and
@@ -147,7 +149,7 @@ class BinCopier:
     def write(
         self, partition: tuple[tuple[str, Any], ...], files: Sequence[PlannedFile]
     ) -> FileDescription:
-        """One output file holding every row of ``files``, in their order."""
+        """One output file holding every row of ``files``."""
         label = make_label(partition, new_base_label())
         key = data_key(self.w.uuid, self.w.table, label)
         acc = Accumulator(self.w.payload, self.w.indices)
@@ -168,7 +170,6 @@ class BinCopier:
                 if layout is not None:
                     state.merge(item.data, group, layout)
                 elif self._big(group) or self.copy_small_dict:
-                    state.flush()
                     out.add_whole(item.data, group)
                 else:
                     state.reencode(item, n)
@@ -210,15 +211,17 @@ class BinCopier:
 
 
 class _Pending:
-    """Row groups waiting to become one output row group: small pages to concatenate, or
-    decoded rows to re-encode (never both: switching flushes, so rows keep their order)."""
+    """Row groups waiting to become output row groups: small row groups whose pages will be
+    concatenated (one list per layout, i.e. per combination of codecs), and decoded rows to
+    re-encode. Each fills up to one output row group independently: a compaction does not
+    keep the inputs' row order (which is the order of their random labels anyway)."""
 
     def __init__(self, copier: BinCopier, out: RowGroupAssembler, acc: Accumulator):
         self.c, self.out, self.acc = copier, out, acc
-        self.parts: list[tuple[bytes, dict[int, Any]]] = []
-        self.layout: tuple[Any, ...] | None = None
+        self.parts: dict[tuple[Any, ...], list[tuple[bytes, dict[int, Any]]]] = {}
+        self.part_bytes: dict[tuple[Any, ...], int] = {}
         self.tables: list[pa.Table] = []
-        self.size = 0
+        self.table_bytes = 0
 
     def _full(self, size: int, rows: int) -> bool:
         if self.c.group_rows is not None:
@@ -226,18 +229,14 @@ class _Pending:
         return size >= self.c.group_bytes
 
     def merge(self, data: bytes, group: dict[int, Any], layout: tuple[Any, ...]) -> None:
-        if self.tables or (self.parts and layout != self.layout):
-            self.flush()
-        self.parts.append((data, group))
-        self.layout = layout
-        self.size += group.get(2, 0)
-        if self._full(self.size, sum(g[3] for _, g in self.parts)):
-            self.flush()
+        parts = self.parts.setdefault(layout, [])
+        parts.append((data, group))
+        size = self.part_bytes[layout] = self.part_bytes.get(layout, 0) + group.get(2, 0)
+        if self._full(size, sum(g[3] for _, g in parts)):
+            self._flush_parts(layout)
 
     def reencode(self, item: _Input, group: int) -> None:
         """Decode one row group of a checked (copyable) file for re-encoding."""
-        if self.parts:
-            self.flush()
         pf = pq.ParquetFile(pa.BufferReader(item.data))
         table = pf.read_row_group(group, use_threads=False)
         # Its statistics and index values were taken with the whole file's.
@@ -245,8 +244,6 @@ class _Pending:
 
     def decode(self, item: _Input) -> None:
         """A file that cannot be copied: decoded (and checked) by the ordinary read path."""
-        if self.parts:
-            self.flush()
         w = self.c.w
         names = w.payload.names
         for table in read_whole_file(
@@ -257,21 +254,27 @@ class _Pending:
 
     def _add_table(self, table: pa.Table) -> None:
         self.tables.append(table)
-        self.size += table.nbytes
-        if self._full(self.size, sum(t.num_rows for t in self.tables)):
-            self.flush()
+        self.table_bytes += table.nbytes
+        if self._full(self.table_bytes, sum(t.num_rows for t in self.tables)):
+            self._flush_tables()
 
-    def flush(self) -> None:
-        if self.parts:
-            if len(self.parts) == 1:
-                self.out.add_whole(*self.parts[0])
-            else:
-                self.out.add_merged(self.parts)
-            self.parts = []
+    def _flush_parts(self, layout: tuple[Any, ...]) -> None:
+        parts = self.parts.pop(layout, [])
+        self.part_bytes.pop(layout, None)
+        if len(parts) == 1:
+            self.out.add_whole(*parts[0])
+        elif parts:
+            self.out.add_merged(parts)
+
+    def _flush_tables(self) -> None:
         if self.tables:
             data, meta = self.c.reencoded(self.tables)
-            self.tables = []
+            self.tables, self.table_bytes = [], 0
             for group in meta[4]:
                 if group[3]:
                     self.out.add_whole(data, group)
-        self.size = 0
+
+    def flush(self) -> None:
+        for layout in list(self.parts):
+            self._flush_parts(layout)
+        self._flush_tables()
