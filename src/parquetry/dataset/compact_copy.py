@@ -67,6 +67,7 @@ class _Input:
     planned: PlannedFile
     data: bytes
     meta: dict[int, Any] | None  # the checked footer when the file can be copied
+    tables: list[pa.Table] | None = None  # the rows, when decoded while read ahead
 
 
 class BinCopier:
@@ -100,23 +101,43 @@ class BinCopier:
             raise MetadataCorrupted(
                 f"data file {f.key} of partition {f.label!r} is missing", key=f.key
             ) from None
-        return _Input(f, data, self._copyable(f, data))
+        meta, safe = self._copyable(f, data)
+        if meta is None and safe:
+            # Nothing to copy: decoded here, in a read-ahead thread (pyarrow releases the
+            # GIL), as the re-encoding compaction does; its footer was checked just now.
+            names = self.w.payload.names
+            tables = read_whole_file(
+                self.w.store, self.w.schema, f, names, None, data=data, checked=True
+            )
+            return _Input(f, data, None, tables)
+        return _Input(f, data, meta)
 
-    def _copyable(self, f: PlannedFile, data: bytes) -> dict[int, Any] | None:
+    def _reencode_all(self, meta: dict[int, Any]) -> bool:
+        """Under ``"auto"``: every row group is small and dictionary-encoded."""
+        try:
+            return all(not self._big(g) and mergeable(g) is None for g in meta.get(4, []))
+        except (KeyError, TypeError, IndexError, AttributeError):
+            return False  # malformed: copy_check refuses it, the read path names the fault
+
+    def _copyable(self, f: PlannedFile, data: bytes) -> tuple[dict[int, Any] | None, bool]:
+        """The footer when the file's row groups can be copied, and whether its footer is
+        safe for pyarrow (a file neither copyable nor safe takes the checked read path)."""
         try:
             raw = footer_from_bytes(data, f.key)
         except (InvalidFormat, RecursionError):
-            return None  # the decoding path raises the error naming the file
-        if raw.metadata is None or pyarrow_hazard(raw) is not None:
-            return None
+            return None, False  # the decoding path raises the error naming the file
+        if raw.metadata is None or raw.encrypted or pyarrow_hazard(raw) is not None:
+            return None, False
+        if not self.copy_small_dict and self._reencode_all(raw.metadata):
+            return None, True
         info = self.files.get(f.label)
         names = self.w.payload.names
         if info is None or not all(n in info.stats for n in names):
-            return None  # statistics to merge come from the document
+            return None, True  # statistics to merge come from the document
         start = len(data) - raw.footer_length - 8
         if copy_check(raw.metadata, self.expected, data, start) is not None:
-            return None
-        return raw.metadata
+            return None, True  # decoded: pyarrow raises on damaged pages, named by the reader
+        return raw.metadata, True
 
     def _inputs(self, files: Sequence[PlannedFile]) -> Iterator[_Input]:
         """Every input fetched and checked, in order, a bounded number of bytes ahead."""
@@ -156,6 +177,11 @@ class BinCopier:
         out = RowGroupAssembler(self.template, self.created_by)
         state = _Pending(self, out, acc)
         for item in self._inputs(files):
+            if item.tables is not None:
+                for table in item.tables:
+                    acc.add(table)
+                    state.add_table(table)
+                continue
             if item.meta is None:
                 state.decode(item)
                 continue
@@ -240,7 +266,7 @@ class _Pending:
         pf = pq.ParquetFile(pa.BufferReader(item.data))
         table = pf.read_row_group(group, use_threads=False)
         # Its statistics and index values were taken with the whole file's.
-        self._add_table(table.cast(self.c.w.payload))
+        self.add_table(table.cast(self.c.w.payload))
 
     def decode(self, item: _Input) -> None:
         """A file that cannot be copied: decoded (and checked) by the ordinary read path."""
@@ -250,9 +276,9 @@ class _Pending:
             w.store, w.schema, item.planned, names, w.decryption, data=item.data
         ):
             self.acc.add(table)
-            self._add_table(table)
+            self.add_table(table)
 
-    def _add_table(self, table: pa.Table) -> None:
+    def add_table(self, table: pa.Table) -> None:
         self.tables.append(table)
         self.table_bytes += table.nbytes
         if self._full(self.table_bytes, sum(t.num_rows for t in self.tables)):

@@ -187,6 +187,7 @@ def read_whole_file(
     columns: Sequence[str],
     decryption: Decryption = None,
     data: bytes | None = None,
+    checked: bool = False,
 ) -> list[pa.Table]:
     """Every row group of one (small) file as tables, like :func:`read_row_groups`, with
     one GET (none when the caller already holds the file's bytes ``data``). The footer is
@@ -204,8 +205,9 @@ def read_whole_file(
                 key=planned.key,
             ) from None
         try:
-            raw = footer_from_bytes(data, planned.key)
-            unsafe = raw.encrypted or pyarrow_hazard(raw) is not None
+            # ``checked``: the caller parsed this footer and found it safe (compaction).
+            raw = None if checked else footer_from_bytes(data, planned.key)
+            unsafe = raw is not None and (raw.encrypted or pyarrow_hazard(raw) is not None)
         except (InvalidFormat, RecursionError):
             unsafe = True
         if unsafe:
