@@ -108,6 +108,7 @@ def _child(side: str, path: str) -> dict[str, Any]:
         out = ds.compact(target_file_size=TARGET, binary_copy=mode)
         wall = time.perf_counter() - t0
         files_after = len(out.document.partitions)
+        peak = peak_rss()  # of the compaction, before the reads below
         # Read speed of the output (many small row groups can read slower): a full read and
         # a read filtered on the (per file increasing) id, which row-group statistics prune.
         rows = out.info.rows_added if out.info else 0
@@ -119,7 +120,7 @@ def _child(side: str, path: str) -> dict[str, Any]:
         filtered = time.perf_counter() - t1
         return {
             "seconds": wall,
-            "peak_rss": peak_rss(),
+            "peak_rss": peak,
             "files_after": files_after,
             "read_full_seconds": full,
             "read_filtered_seconds": filtered,
@@ -158,14 +159,19 @@ def _run_side(side: str, path: Path) -> dict[str, Any]:
     return result
 
 
-def case(root_dir: Path, quick: bool, modes: tuple[str, ...] = ("auto",)) -> dict[str, Any]:
+def case(
+    root_dir: Path, quick: bool, modes: tuple[str, ...] = ("auto",), large: bool = False
+) -> dict[str, Any]:
     """Compaction of 10,000 small files (``quick``: 500) in 10 partitions, both sides;
     ``modes``: parquetry's ``binary_copy`` settings (:data:`MODES`), run one after the other
-    on copies of the same files."""
+    on copies of the same files. ``large``: 8 files of 1M rows (one ~25 MB row group each)
+    in one partition instead, where row groups are big enough to be copied whole."""
     import shutil
 
     files, rows = (500, 200) if quick else (10_000, 1_000)
-    data = build(root_dir, files, rows, partitions=10)
+    if large:
+        files, rows = 8, 1_000_000
+    data = build(root_dir, files, rows, partitions=1 if large else 10)
     extra: dict[str, Any] = {}
     for mode in modes[1:]:
         copy = root_dir / f"parquetry-{mode}"
@@ -203,6 +209,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--large", action="store_true", help="8 files of 1M rows instead")
     parser.add_argument("--child", nargs=2, metavar=("SIDE", "PATH"))
     parser.add_argument(
         "--modes",
@@ -217,7 +224,7 @@ def main() -> None:
     root = args.dir or Path(tempfile.mkdtemp(prefix="bench-compact-"))
     modes = tuple(m for m in args.modes.split(",") if m)
     modes = modes[-1:] + modes[:-1]
-    print(json.dumps(case(root, args.quick, modes), indent=2))
+    print(json.dumps(case(root, args.quick, modes, args.large), indent=2))
 
 
 if __name__ == "__main__":
