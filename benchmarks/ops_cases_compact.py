@@ -92,17 +92,39 @@ def build(root: Path, files: int, rows: int, partitions: int) -> dict[str, Any]:
     return {"files": files, "rows": files * rows, "partitions": partitions, "bytes": total}
 
 
+#: ``--modes``: parquetry's ``binary_copy`` settings to measure (each on its own copy).
+MODES = {"auto": "auto", "copy": True, "reencode": False}
+
+
 def _child(side: str, path: str) -> dict[str, Any]:
     """One side's compaction (runs in its own process)."""
-    if side == "parquetry":
+    if side.startswith("parquetry"):
         from parquetry.dataset import Dataset
         from parquetry.store import LocalStore
 
+        mode = MODES[side.partition(":")[2] or "auto"]
         ds = Dataset.open(LocalStore(path), UUID)
         t0 = time.perf_counter()
-        out = ds.compact(target_file_size=TARGET)
+        out = ds.compact(target_file_size=TARGET, binary_copy=mode)
         wall = time.perf_counter() - t0
         files_after = len(out.document.partitions)
+        peak = peak_rss()  # of the compaction, before the reads below
+        # Read speed of the output (many small row groups can read slower): a full read and
+        # a read filtered on the (per file increasing) id, which row-group statistics prune.
+        rows = out.info.rows_added if out.info else 0
+        t1 = time.perf_counter()
+        out.read()
+        full = time.perf_counter() - t1
+        t1 = time.perf_counter()
+        out.read(predicates=[[("id", "<", rows // 100)]])
+        filtered = time.perf_counter() - t1
+        return {
+            "seconds": wall,
+            "peak_rss": peak,
+            "files_after": files_after,
+            "read_full_seconds": full,
+            "read_filtered_seconds": filtered,
+        }
     else:
         from deltalake import DeltaTable
 
@@ -137,17 +159,38 @@ def _run_side(side: str, path: Path) -> dict[str, Any]:
     return result
 
 
-def case(root_dir: Path, quick: bool) -> dict[str, Any]:
-    """Compaction of 10,000 small files (``quick``: 500) in 10 partitions, both sides."""
+def case(
+    root_dir: Path, quick: bool, modes: tuple[str, ...] = ("auto",), large: bool = False
+) -> dict[str, Any]:
+    """Compaction of 10,000 small files (``quick``: 500) in 10 partitions, both sides;
+    ``modes``: parquetry's ``binary_copy`` settings (:data:`MODES`), run one after the other
+    on copies of the same files. ``large``: 8 files of 1M rows (one ~25 MB row group each)
+    in one partition instead, where row groups are big enough to be copied whole."""
+    import shutil
+
     files, rows = (500, 200) if quick else (10_000, 1_000)
-    data = build(root_dir, files, rows, partitions=10)
-    pqr = _run_side("parquetry", root_dir / "parquetry")
+    if large:
+        files, rows = 8, 1_000_000
+    data = build(root_dir, files, rows, partitions=1 if large else 10)
+    extra: dict[str, Any] = {}
+    for mode in modes[1:]:
+        copy = root_dir / f"parquetry-{mode}"
+        shutil.copytree(root_dir / "parquetry", copy)
+        extra[f"parquetry_{mode}"] = {
+            **_run_side(f"parquetry:{mode}", copy),
+            "load_average": os.getloadavg(),
+        }
+        shutil.rmtree(copy)
+    pqr = _run_side(f"parquetry:{modes[0]}", root_dir / "parquetry")
+    pqr["load_average"] = os.getloadavg()
     dlr = _run_side("delta", root_dir / "delta")
     return {
         "case": "compact",
         **data,
         "load_average": os.getloadavg(),
+        **extra,
         "parquetry": pqr,
+        "binary_copy": modes[0],
         "deltalake": dlr,
         "speedup_vs_deltalake": dlr["seconds"] / pqr["seconds"],
         "rss_ratio": pqr["peak_rss"] / dlr["peak_rss"],
@@ -166,13 +209,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--large", action="store_true", help="8 files of 1M rows instead")
     parser.add_argument("--child", nargs=2, metavar=("SIDE", "PATH"))
+    parser.add_argument(
+        "--modes",
+        default="auto",
+        help="parquetry binary_copy settings, comma-separated, the last reported as "
+        "'parquetry' (auto, copy, reencode); the others as parquetry_<mode>",
+    )
     args = parser.parse_args()
     if args.child:
         print(json.dumps(_child(*args.child)), flush=True)
         _exit_now()
     root = args.dir or Path(tempfile.mkdtemp(prefix="bench-compact-"))
-    print(json.dumps(case(root, args.quick), indent=2))
+    modes = tuple(m for m in args.modes.split(",") if m)
+    modes = modes[-1:] + modes[:-1]
+    print(json.dumps(case(root, args.quick, modes, args.large), indent=2))
 
 
 if __name__ == "__main__":

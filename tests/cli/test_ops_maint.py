@@ -61,6 +61,19 @@ def test_compact_where_and_errors(local: Lake) -> None:
     size = local.run("compact", "orders", "--target-size", "big")
     assert size.exit_code == 1
     assert "cannot read 'big' as a size" in size.stderr
+    mode = local.run("compact", "orders", "--binary-copy", "sometimes")
+    assert mode.exit_code == 1
+    assert "--binary-copy must be auto, always or never" in mode.stderr
+    never = local.run("compact", "orders", "--where", "country = 'FR'", "--binary-copy", "never")
+    assert never.exit_code == 0, never.stdout + never.stderr
+    fr = [
+        f
+        for f in Dataset.open(local.store, "orders").plan().files
+        if f.partition == (("country", "FR"),)
+    ]
+    assert len(fr) == 1
+    # Re-encoded by pyarrow: not a binary copy.
+    assert b"binary-copy" not in local.store.get(fr[0].key)[-4096:]
     snap = local.run("compact", "daily/summary")
     assert snap.exit_code == 1
     assert "snapshot dataset" in snap.stderr

@@ -28,6 +28,7 @@ from parquetry.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from parquetry.dataset.compact_plan import CompactionPlan
+    from parquetry.dataset.compact_write import BinaryCopy
 
 __all__ = ["parse_size", "register"]
 
@@ -81,6 +82,15 @@ def compact(
         list[str] | None,
         typer.Option("--sort-by", help="Sort each output file by this column (repeatable)."),
     ] = None,
+    binary_copy: Annotated[
+        str,
+        typer.Option(
+            "--binary-copy",
+            help="auto: copy matching row groups without decoding, re-encoding small "
+            "dictionary-encoded ones; always: copy those too (faster, outputs read slower); "
+            "never: decode and re-encode every row.",
+        ),
+    ] = "auto",
     dry_run: DryRun = False,
     json: JsonFlag = False,
     endpoint: Endpoint = None,
@@ -94,6 +104,9 @@ def compact(
     from parquetry.cli.where import where_to_predicates
 
     target = parse_size(target_size)
+    modes: dict[str, BinaryCopy] = {"auto": "auto", "always": True, "never": False}
+    if binary_copy not in modes:
+        raise InvalidArgument(f"--binary-copy must be auto, always or never, got {binary_copy!r}")
     predicates = where_to_predicates(where) if where else None
     store = open_cli_store(url, StoreOptions(endpoint=endpoint, region=region))
     ds = _open_versioned(store, dataset, "compact")
@@ -102,7 +115,11 @@ def compact(
     if not dry_run and plan.bins:
         with _files_progress(f"compacting {ds.uuid}") as tick:
             out = ds.compact(
-                target_file_size=target, partitions=predicates, sort_by=sort_by, progress=tick
+                target_file_size=target,
+                partitions=predicates,
+                sort_by=sort_by,
+                progress=tick,
+                binary_copy=modes[binary_copy],
             )
         version = out.version
     _report_compact(ds.uuid, version, dry_run, plan, json)

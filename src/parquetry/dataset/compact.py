@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.compact_plan import CompactionPlan
-from parquetry.dataset.compact_write import BinWriter
+from parquetry.dataset.compact_write import BinaryCopy, BinWriter
 from parquetry.dataset.encrypted import write_options_for
 from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.rewrite import rewrite_files
@@ -100,6 +100,7 @@ def _write_outputs(
     sort_by: list[tuple[str, str]] | None,
     write_options: WriteOptions | None,
     progress: Progress | None,
+    binary_copy: BinaryCopy = "auto",
 ) -> list[FileDescription]:
     opts = write_options_for(ds.uuid, ds.document.encryption, write_options, ds._decryption)
     writer = BinWriter(
@@ -113,6 +114,8 @@ def _write_outputs(
         ds._decryption,
         sort_by,
         target=plan.target_file_size,
+        binary_copy=binary_copy,
+        files=ds.document.files,
     )
     total, done = plan.files_removed, 0
     outputs: list[FileDescription] = []
@@ -143,13 +146,16 @@ def compact(
     max_retries: int | None = MAX_RETRIES,
     progress: Progress | None = None,
     metadata: Mapping[str, Any] | None = None,
+    binary_copy: BinaryCopy = "auto",
 ) -> LoadedState | None:
     """Carry out ``plan`` (see the module doc); None when it has nothing to do."""
     keys = sort_keys(ds, sort_by)
     if not plan.bins:
         return None
     params = _parameters(ds, plan, partitions, keys, min_files)
-    outputs = _write_outputs(ds, plan, keys, write_options, progress)
+    if binary_copy not in (True, False, "auto"):
+        raise InvalidArgument(f"binary_copy must be True, False or 'auto', got {binary_copy!r}")
+    outputs = _write_outputs(ds, plan, keys, write_options, progress, binary_copy)
     # Inputs dropped unread, outputs added: the engine commits once, re-applies on a newer
     # version that still has every input, raises CommitConflict naming them otherwise, and
     # abandons the outputs when the commit is known not to happen.

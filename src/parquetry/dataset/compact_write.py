@@ -15,9 +15,9 @@ minima, max of the maxima, nulls summed; distinct index values), never from the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +32,14 @@ from parquetry.dataset.write import FileDescription
 from parquetry.parquet import DecryptionSettings, WriteOptions
 from parquetry.store import PutMode, Store
 
-__all__ = ["BinWriter", "ROW_GROUP_BYTES", "merge_stats"]
+if TYPE_CHECKING:
+    from parquetry.dataset.compact_copy import BinCopier
+    from parquetry.dataset.metadata import FileInfo
+
+#: ``compact(binary_copy=...)``: see :mod:`parquetry.dataset.compact_copy`.
+BinaryCopy = bool | Literal["auto"]
+
+__all__ = ["Accumulator", "BinWriter", "BinaryCopy", "ROW_GROUP_BYTES", "merge_stats"]
 
 #: Decoded bytes buffered before one output row group is written.
 ROW_GROUP_BYTES = 64 << 20
@@ -79,7 +86,7 @@ def _known(stats: dict[str, ColumnStats], rows: int) -> dict[str, ColumnStats]:
     }
 
 
-class _Accumulator:
+class Accumulator:
     """Rows, statistics and index values of the row groups written so far."""
 
     def __init__(self, schema: pa.Schema, indices: Sequence[str]):
@@ -89,9 +96,17 @@ class _Accumulator:
         self.values: dict[str, list[pa.Array]] = {c: [] for c in indices}
 
     def add(self, table: pa.Table) -> None:
-        chunk = _known(compute_stats(table), table.num_rows)
+        self.add_stats(compute_stats(table), table.num_rows)
+        self.add_values(table)
+
+    def add_stats(self, stats: dict[str, ColumnStats], rows: int) -> None:
+        """Rows with these statistics (a file's, from the version document) were written."""
+        chunk = _known({k: v for k, v in stats.items() if k in self.schema.names}, rows)
         self.stats = chunk if self.stats is None else merge_stats(self.stats, chunk, self.schema)
-        self.rows += table.num_rows
+        self.rows += rows
+
+    def add_values(self, table: pa.Table) -> None:
+        """The index columns of rows written (``table`` holds at least those columns)."""
         for c in self.indices:
             self.values[c].append(pc.unique(table.column(c).combine_chunks().drop_null()))
 
@@ -106,6 +121,12 @@ class _Accumulator:
             merged = pa.concat_arrays(parts) if parts else pa.array([], t)
             values[c] = pc.unique(merged).sort()
         return stats, values
+
+
+def _copy_allowed(opts: WriteOptions) -> bool:
+    """Options a byte copy could not honour (encryption, bloom filters, sorting claims)
+    make every output re-encoded."""
+    return opts.encryption is None and not opts.bloom_filters and not opts.sorting_columns
 
 
 class BinWriter:
@@ -123,6 +144,8 @@ class BinWriter:
         decryption: DecryptionSettings | None,
         sort_by: Sequence[tuple[str, str]] | None = None,
         target: int = ROW_GROUP_BYTES,
+        binary_copy: BinaryCopy = False,
+        files: Mapping[str, FileInfo] | None = None,
     ):
         self.store, self.uuid, self.table = store, uuid, table
         self.schema = schema  # the dataset schema (partition columns included)
@@ -132,6 +155,12 @@ class BinWriter:
         self.group_bytes = min(target // 2, ROW_GROUP_BYTES)
         self.ahead_bytes = min(target // 2, READ_AHEAD_BYTES)
         self.intent = Intent(store, uuid)
+        self.copier: BinCopier | None = None
+        if binary_copy is not False and not sort_by and decryption is None and _copy_allowed(opts):
+            from parquetry.dataset.compact_copy import BinCopier
+
+            small_dict = "copy" if binary_copy is True else "reencode"
+            self.copier = BinCopier(self, files or {}, small_dict)
 
     def _groups(self, files: Sequence[PlannedFile]) -> Iterator[pa.Table]:
         """Every row group of ``files`` in order, reading small files ahead in threads."""
@@ -163,9 +192,11 @@ class BinWriter:
         self, partition: tuple[tuple[str, Any], ...], files: Sequence[PlannedFile]
     ) -> FileDescription:
         """One output file holding every row of ``files`` (in their order, or sorted)."""
+        if self.copier is not None:
+            return self.copier.write(partition, files)
         label = make_label(partition, new_base_label())
         key = data_key(self.uuid, self.table, label)
-        acc = _Accumulator(self.payload, self.indices)
+        acc = Accumulator(self.payload, self.indices)
         sink = pa.BufferOutputStream()
         writer: pq.ParquetWriter | None = None
         buffered: list[pa.Table] = []

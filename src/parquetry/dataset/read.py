@@ -186,24 +186,28 @@ def read_whole_file(
     planned: PlannedFile,
     columns: Sequence[str],
     decryption: Decryption = None,
+    data: bytes | None = None,
+    checked: bool = False,
 ) -> list[pa.Table]:
     """Every row group of one (small) file as tables, like :func:`read_row_groups`, with
-    one GET. The footer is still checked (parquetry's Thrift reader, on the bytes already
-    read) before pyarrow sees it: pyarrow aborts the process on some malformed footers
+    one GET (none when the caller already holds the file's bytes ``data``). The footer is
+    still checked (parquetry's Thrift reader, on the bytes already read) before pyarrow
+    sees it: pyarrow aborts the process on some malformed footers
     (:mod:`parquetry.parquet.footer_check`), so a corrupted or encrypted file takes the
     checked path, which raises the error naming it. Encrypted reads always take that path.
     """
     if decryption is None:
         try:
-            data = store.get(planned.key)
+            data = store.get(planned.key) if data is None else data
         except NotFound:
             raise MetadataCorrupted(
                 f"data file {planned.key} of partition {planned.label!r} is missing",
                 key=planned.key,
             ) from None
         try:
-            raw = footer_from_bytes(data, planned.key)
-            unsafe = raw.encrypted or pyarrow_hazard(raw) is not None
+            # ``checked``: the caller parsed this footer and found it safe (compaction).
+            raw = None if checked else footer_from_bytes(data, planned.key)
+            unsafe = raw is not None and (raw.encrypted or pyarrow_hazard(raw) is not None)
         except (InvalidFormat, RecursionError):
             unsafe = True
         if unsafe:

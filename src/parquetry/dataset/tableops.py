@@ -66,6 +66,7 @@ class TableOperations(VersionReader):
         dry_run: Literal[False] = ...,
         write_options: WriteOptions | None = ...,
         progress: Callable[[int, int], None] | None = ...,
+        binary_copy: bool | Literal["auto"] = ...,
     ) -> Dataset: ...
     @overload
     def compact(
@@ -78,6 +79,7 @@ class TableOperations(VersionReader):
         dry_run: Literal[True],
         write_options: WriteOptions | None = ...,
         progress: Callable[[int, int], None] | None = ...,
+        binary_copy: bool | Literal["auto"] = ...,
     ) -> CompactionPlan: ...
     def compact(
         self,
@@ -89,6 +91,7 @@ class TableOperations(VersionReader):
         dry_run: bool = False,
         write_options: WriteOptions | None = None,
         progress: Callable[[int, int], None] | None = None,
+        binary_copy: bool | Literal["auto"] = "auto",
     ) -> Dataset | CompactionPlan:
         """Bin-pack each partition's files smaller than ``target_file_size`` into files near
         it (see :mod:`parquetry.dataset.compact`); one commit, operation ``"compact"``.
@@ -96,7 +99,10 @@ class TableOperations(VersionReader):
         ``partitions``: a DNF over partition keys selecting the partitions to compact.
         ``sort_by``: column(s) (or ``(column, "descending")``) each output is sorted by.
         ``min_files``: partitions with fewer small files are left alone. ``dry_run``: return
-        the :class:`CompactionPlan` (which files become which) without writing. Returns this
+        the :class:`CompactionPlan` (which files become which) without writing.
+        ``binary_copy``: copy the inputs' row groups without decoding where their schema
+        matches (see :mod:`parquetry.dataset.compact_copy`); ``True`` also keeps small
+        dictionary-encoded row groups as they are, ``False`` re-encodes everything. Returns this
         dataset when there is nothing to compact. Never conflicts with appends; raises
         CommitConflict naming the files if a concurrent commit removed one of its inputs.
         """
@@ -120,6 +126,7 @@ class TableOperations(VersionReader):
             min_files=min_files,
             write_options=write_options,
             progress=progress,
+            binary_copy=binary_copy,
         )
         return self._self() if state is None else self._successor(state)
 

@@ -247,9 +247,10 @@ def _wire(spec: Spec, value: Any) -> int:
 
 
 def _write_value(out: bytearray, spec: Spec, value: Any) -> None:
-    if isinstance(spec, dict):
+    kind = spec.__class__
+    if kind is dict:
         _write_fields(out, spec, value)
-    elif isinstance(spec, tuple):
+    elif kind is tuple:
         element = spec[1]
         etype = _BOOL_TRUE if element == "bool" else _wire(element, None)
         if len(value) < 15:
@@ -270,23 +271,48 @@ def _write_value(out: bytearray, spec: Spec, value: Any) -> None:
     elif spec == "i8":
         out.append(value & 0xFF)
     elif spec != "bool":  # bools live in the field header
-        _zigzag(out, value)
+        _varint(out, (value << 1) ^ (value >> 63) if value < 0 else value << 1)
+
+
+# Wire type of each spec kind (bool fields carry their value in the header: see below).
+_FIELD_WIRE = {"binary": _BINARY, "double": _DOUBLE, **_INT_WIRE}
 
 
 def _write_fields(out: bytearray, spec: dict[int, Spec], fields: dict[int, Any]) -> None:
+    # The hot loop of the footer writer (binary copy writes one footer entry per copied
+    # column chunk): kept free of per-field helper calls.
     last_id = 0
     for field_id in sorted(fields):
-        if field_id not in spec:
+        field_spec = spec.get(field_id)
+        if field_spec is None:
             continue  # unknown to this writer: dropped (its wire type is not known)
-        field_spec, value = spec[field_id], fields[field_id]
-        wire = _wire(field_spec, value)
+        value = fields[field_id]
+        kind = field_spec.__class__
+        if kind is dict:
+            wire = _STRUCT
+        elif kind is tuple:
+            wire = _LIST
+        elif field_spec == "bool":
+            wire = _BOOL_TRUE if value else _BOOL_FALSE
+        else:
+            wire = _FIELD_WIRE[field_spec]
         delta = field_id - last_id
         if 0 < delta <= 15:
             out.append(delta << 4 | wire)
         else:
             out.append(wire)
             _zigzag(out, field_id)
-        _write_value(out, field_spec, value)
+        if wire in (_I32, _I64, _I16):
+            n = (value << 1) ^ (value >> 63) if value < 0 else value << 1
+            while n >= 0x80:
+                out.append((n & 0x7F) | 0x80)
+                n >>= 7
+            out.append(n)
+        elif wire == _BINARY:
+            _varint(out, len(value))
+            out += value
+        elif wire not in (_BOOL_TRUE, _BOOL_FALSE):
+            _write_value(out, field_spec, value)
         last_id = field_id
     out.append(0)
 

@@ -1,0 +1,306 @@
+"""Compaction outputs assembled from the inputs' bytes (``binary_copy``), without decoding.
+
+Each input file is fetched whole (small files read ahead in threads), its footer parsed and
+checked by parquetry's own Thrift reader, and :func:`parquetry.parquet.rgcopy.copy_check`
+decides whether its row groups can be copied: same Parquet schema as the output (the one
+pyarrow writes for the dataset's payload schema with the dataset's write options), no
+encryption, every chunk's pages walking exactly to its end, and version-document
+statistics for every column (the output's document statistics are merged from them).
+Then per row group:
+
+- at least :data:`KEEP_FRACTION` of the output row-group size (uncompressed bytes, or rows
+  when ``row_group_size`` is set): copied whole;
+- smaller, without dictionary pages: concatenated page by page with the following small row
+  groups of the same codecs into one row group of up to the output row-group size;
+- smaller, with dictionary pages (pyarrow's default encoding): copied whole with
+  ``binary_copy=True``; decoded and re-encoded with the rows that need it under ``"auto"``
+  (see docs/benchmarks.md, "Binary copy", for the read speed that motivates it).
+
+Everything else (another schema, encrypted or damaged files, files kartothek wrote without
+statistics in the document) is decoded and re-encoded by pyarrow with the dataset's write
+options, and those row groups are copied into the same output. Rows do not keep the inputs'
+order (small row groups wait for others of their kind to fill an output row group).
+
+Memory: the output being assembled (about the target size; the buffer grows by doubling),
+the inputs read ahead (:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), the
+inputs whose small row groups wait to be merged (less than one output row group of them per
+codec layout), and at most one output row group decoded for re-encoding.
+
+What the output does not carry over: page indexes and bloom filters (they point into the
+inputs), and the inputs keep their codec and encodings (the dataset's ``compression`` and
+``dictionary`` options apply to re-encoded row groups only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from parquetry.dataset.compact_write import READ_AHEAD_FILES, READ_THREADS, Accumulator
+from parquetry.dataset.naming import data_key, make_label, new_base_label
+from parquetry.dataset.plan import PlannedFile
+from parquetry.dataset.read import read_whole_file
+from parquetry.dataset.write import FileDescription
+from parquetry.errors import InvalidFormat, MetadataCorrupted, NotFound
+from parquetry.parquet.footer import footer_from_bytes
+from parquetry.parquet.footer_check import pyarrow_hazard
+from parquetry.parquet.rgcopy import RowGroupAssembler, copy_check, mergeable, schema_key
+from parquetry.store import PutMode
+
+if TYPE_CHECKING:
+    from parquetry.dataset.compact_write import BinWriter
+    from parquetry.dataset.metadata import FileInfo
+
+__all__ = ["KEEP_FRACTION", "BinCopier"]
+
+#: A row group of at least this fraction of the output row-group size is copied whole.
+KEEP_FRACTION = 0.25
+
+
+@dataclass(slots=True)
+class _Input:
+    planned: PlannedFile
+    data: bytes
+    meta: dict[int, Any] | None  # the checked footer when the file can be copied
+    tables: list[pa.Table] | None = None  # the rows, when decoded while read ahead
+
+
+class BinCopier:
+    """Writes compaction outputs by binary copy where possible (see the module doc)."""
+
+    def __init__(self, writer: BinWriter, files: Mapping[str, FileInfo], small_dict: str):
+        self.w = writer
+        self.files = files
+        self.copy_small_dict = small_dict == "copy"
+        sink = pa.BufferOutputStream()
+        pq.write_table(
+            self.w.payload.empty_table(), sink, **self.w.opts.writer_kwargs(self.w.payload)
+        )
+        template = footer_from_bytes(sink.getvalue().to_pybytes(), "<template>").metadata
+        assert template is not None  # written just now, unencrypted
+        self.template = template
+        self.expected = schema_key(template)
+        from parquetry import __version__
+
+        self.created_by = f"parquetry version {__version__} (build binary-copy)".encode()
+        rows = self.w.opts.row_group_size
+        self.group_rows = rows
+        self.group_bytes = self.w.group_bytes
+
+    # --- inputs ------------------------------------------------------------------------------
+
+    def _fetch(self, f: PlannedFile) -> _Input:
+        try:
+            data = self.w.store.get(f.key)
+        except NotFound:
+            raise MetadataCorrupted(
+                f"data file {f.key} of partition {f.label!r} is missing", key=f.key
+            ) from None
+        meta, safe = self._copyable(f, data)
+        if meta is None and safe:
+            # Nothing to copy: decoded here, in a read-ahead thread (pyarrow releases the
+            # GIL), as the re-encoding compaction does; its footer was checked just now.
+            names = self.w.payload.names
+            tables = read_whole_file(
+                self.w.store, self.w.schema, f, names, None, data=data, checked=True
+            )
+            return _Input(f, data, None, tables)
+        return _Input(f, data, meta)
+
+    def _reencode_all(self, meta: dict[int, Any]) -> bool:
+        """Under ``"auto"``: every row group is small and dictionary-encoded."""
+        try:
+            return all(not self._big(g) and mergeable(g) is None for g in meta.get(4, []))
+        except (KeyError, TypeError, IndexError, AttributeError):
+            return False  # malformed: copy_check refuses it, the read path names the fault
+
+    def _copyable(self, f: PlannedFile, data: bytes) -> tuple[dict[int, Any] | None, bool]:
+        """The footer when the file's row groups can be copied, and whether its footer is
+        safe for pyarrow (a file neither copyable nor safe takes the checked read path)."""
+        try:
+            raw = footer_from_bytes(data, f.key)
+        except (InvalidFormat, RecursionError):
+            return None, False  # the decoding path raises the error naming the file
+        if raw.metadata is None or raw.encrypted or pyarrow_hazard(raw) is not None:
+            return None, False
+        if not self.copy_small_dict and self._reencode_all(raw.metadata):
+            return None, True
+        info = self.files.get(f.label)
+        names = self.w.payload.names
+        if info is None or not all(n in info.stats for n in names):
+            return None, True  # statistics to merge come from the document
+        start = len(data) - raw.footer_length - 8
+        if copy_check(raw.metadata, self.expected, data, start) is not None:
+            return None, True  # decoded: pyarrow raises on damaged pages, named by the reader
+        return raw.metadata, True
+
+    def _inputs(self, files: Sequence[PlannedFile]) -> Iterator[_Input]:
+        """Every input fetched and checked, in order, a bounded number of bytes ahead."""
+        ahead_limit = self.w.ahead_bytes
+        with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+            pending: list[tuple[PlannedFile, Future[_Input]]] = []
+            i = 0
+            try:
+                while i < len(files) or pending:
+                    ahead = sum(f.size or 0 for f, _ in pending)
+                    while i < len(files) and len(pending) < READ_AHEAD_FILES:
+                        f = files[i]
+                        if pending and ahead + (f.size or 0) > ahead_limit:
+                            break
+                        pending.append((f, pool.submit(self._fetch, f)))
+                        ahead += f.size or 0
+                        i += 1
+                    yield pending.pop(0)[1].result()
+            finally:
+                for _, fut in pending:
+                    fut.cancel()
+
+    # --- output ------------------------------------------------------------------------------
+
+    def _big(self, group: dict[int, Any]) -> bool:
+        if self.group_rows is not None:
+            return bool(group[3] >= self.group_rows * KEEP_FRACTION)
+        return bool(group.get(2, 0) >= self.group_bytes * KEEP_FRACTION)
+
+    def write(
+        self, partition: tuple[tuple[str, Any], ...], files: Sequence[PlannedFile]
+    ) -> FileDescription:
+        """One output file holding every row of ``files``."""
+        label = make_label(partition, new_base_label())
+        key = data_key(self.w.uuid, self.w.table, label)
+        acc = Accumulator(self.w.payload, self.w.indices)
+        out = RowGroupAssembler(self.template, self.created_by)
+        state = _Pending(self, out, acc)
+        for item in self._inputs(files):
+            if item.tables is not None:
+                for table in item.tables:
+                    acc.add(table)
+                    state.add_table(table)
+                continue
+            if item.meta is None:
+                state.decode(item)
+                continue
+            info = self.files[item.planned.label]
+            acc.add_stats(dict(info.stats), sum(g[3] for g in item.meta[4]))
+            if self.w.indices:
+                acc.add_values(self._index_columns(item))
+            for n, group in enumerate(item.meta[4]):
+                if not group[3]:
+                    continue
+                layout = None if self._big(group) else mergeable(group)
+                if layout is not None:
+                    state.merge(item.data, group, layout)
+                elif self._big(group) or self.copy_small_dict:
+                    out.add_whole(item.data, group)
+                else:
+                    state.reencode(item, n)
+        state.flush()
+        payload = out.finish()
+        self.w.intent.record([key])  # recorded before written: GC never sees it uncovered
+        self.w.store.put(key, payload, mode=PutMode.CREATE)
+        stats, values = acc.result()
+        return FileDescription(
+            table=self.w.table,
+            key=key,
+            label=label,
+            partition=partition,
+            rows=acc.rows,
+            size=len(payload),
+            stats=stats,
+            index_values=values,
+            intent=self.w.intent.id,
+        )
+
+    def _index_columns(self, item: _Input) -> pa.Table:
+        """The secondary-index columns of a copied file (its footer is checked and safe)."""
+        names = list(self.w.indices)
+        table = pq.read_table(pa.BufferReader(item.data), columns=names, use_threads=False)
+        return table.cast(pa.schema([self.w.payload.field(n) for n in names]))
+
+    def reencoded(self, tables: Sequence[pa.Table]) -> tuple[bytes, dict[int, Any]]:
+        """``tables`` written by pyarrow with the dataset's options, as bytes and footer."""
+        data = pa.concat_tables(tables)
+        sink = pa.BufferOutputStream()
+        kwargs = self.w.opts.writer_kwargs(self.w.payload, data)
+        rg = self.w.opts.row_group_size or data.num_rows or 1
+        pq.write_table(data, sink, row_group_size=rg, **kwargs)
+        encoded = sink.getvalue().to_pybytes()
+        meta = footer_from_bytes(encoded, "<re-encoded row group>").metadata
+        if meta is None or schema_key(meta) != self.expected:  # pragma: no cover - invariant
+            raise InvalidFormat("re-encoded row groups do not have the output's schema")
+        return encoded, meta
+
+
+class _Pending:
+    """Row groups waiting to become output row groups: small row groups whose pages will be
+    concatenated (one list per layout, i.e. per combination of codecs), and decoded rows to
+    re-encode. Each fills up to one output row group independently: a compaction does not
+    keep the inputs' row order (which is the order of their random labels anyway)."""
+
+    def __init__(self, copier: BinCopier, out: RowGroupAssembler, acc: Accumulator):
+        self.c, self.out, self.acc = copier, out, acc
+        self.parts: dict[tuple[Any, ...], list[tuple[bytes, dict[int, Any]]]] = {}
+        self.part_bytes: dict[tuple[Any, ...], int] = {}
+        self.tables: list[pa.Table] = []
+        self.table_bytes = 0
+
+    def _full(self, size: int, rows: int) -> bool:
+        if self.c.group_rows is not None:
+            return rows >= self.c.group_rows
+        return size >= self.c.group_bytes
+
+    def merge(self, data: bytes, group: dict[int, Any], layout: tuple[Any, ...]) -> None:
+        parts = self.parts.setdefault(layout, [])
+        parts.append((data, group))
+        size = self.part_bytes[layout] = self.part_bytes.get(layout, 0) + group.get(2, 0)
+        if self._full(size, sum(g[3] for _, g in parts)):
+            self._flush_parts(layout)
+
+    def reencode(self, item: _Input, group: int) -> None:
+        """Decode one row group of a checked (copyable) file for re-encoding."""
+        pf = pq.ParquetFile(pa.BufferReader(item.data))
+        table = pf.read_row_group(group, use_threads=False)
+        # Its statistics and index values were taken with the whole file's.
+        self.add_table(table.cast(self.c.w.payload))
+
+    def decode(self, item: _Input) -> None:
+        """A file that cannot be copied: decoded (and checked) by the ordinary read path."""
+        w = self.c.w
+        names = w.payload.names
+        for table in read_whole_file(
+            w.store, w.schema, item.planned, names, w.decryption, data=item.data
+        ):
+            self.acc.add(table)
+            self.add_table(table)
+
+    def add_table(self, table: pa.Table) -> None:
+        self.tables.append(table)
+        self.table_bytes += table.nbytes
+        if self._full(self.table_bytes, sum(t.num_rows for t in self.tables)):
+            self._flush_tables()
+
+    def _flush_parts(self, layout: tuple[Any, ...]) -> None:
+        parts = self.parts.pop(layout, [])
+        self.part_bytes.pop(layout, None)
+        if len(parts) == 1:
+            self.out.add_whole(*parts[0])
+        elif parts:
+            self.out.add_merged(parts)
+
+    def _flush_tables(self) -> None:
+        if self.tables:
+            data, meta = self.c.reencoded(self.tables)
+            self.tables, self.table_bytes = [], 0
+            for group in meta[4]:
+                if group[3]:
+                    self.out.add_whole(data, group)
+
+    def flush(self) -> None:
+        for layout in list(self.parts):
+            self._flush_parts(layout)
+        self._flush_tables()
