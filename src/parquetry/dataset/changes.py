@@ -45,6 +45,8 @@ __all__ = [
     "VersionChanges",
     "files_of",
     "read_changes",
+    "state_files",
+    "typed_file",
     "walk_changes",
 ]
 
@@ -126,7 +128,7 @@ def files_of(doc: DatasetDocument) -> Files:
     return out
 
 
-def _typed(change: FileChange, schema: pa.Schema | None, cache: dict[Any, Any]) -> FileChange:
+def typed_file(change: FileChange, schema: pa.Schema | None, cache: dict[Any, Any]) -> FileChange:
     if schema is None:
         return change
     values = []
@@ -371,13 +373,13 @@ def read_changes(
     typed = [
         replace(
             v,
-            added=tuple(_typed(f, schema, cache) for f in v.added),
-            removed=tuple(_typed(f, schema, cache) for f in v.removed),
+            added=tuple(typed_file(f, schema, cache) for f in v.added),
+            removed=tuple(typed_file(f, schema, cache) for f in v.removed),
         )
         for v in versions
     ]
-    added = [_typed(f, schema, cache) for label, f in current.items() if start.get(label) != f]
-    removed = [_typed(f, schema, cache) for label, f in start.items() if current.get(label) != f]
+    added = [typed_file(f, schema, cache) for k, f in current.items() if start.get(k) != f]
+    removed = [typed_file(f, schema, cache) for k, f in start.items() if current.get(k) != f]
     return ChangeFeed(
         store=store,
         uuid=uuid,
