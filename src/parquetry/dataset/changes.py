@@ -41,6 +41,7 @@ from parquetry.store import Store
 
 __all__ = [
     "ChangeFeed",
+    "added_only",
     "FileChange",
     "VersionChanges",
     "files_of",
@@ -212,6 +213,33 @@ def _entry_change(
         data_change=_data_change(info.operation, bool(added), bool(removed)),
     )
     return change, after, body.get("set", {}).get("schema")
+
+
+def added_only(
+    store: Store, uuid: str, number: int, table: str | None = None
+) -> tuple[VersionChanges, pa.Schema | None] | None:
+    """The change of version ``number`` read from its entry alone (one GET), when the entry
+    needs no base state: it only adds files. None when it removes files, replaces the state
+    or is a full document (:func:`walk_changes` with the state before it tells then). The
+    schema is the entry's new schema, if it sets one.
+
+    Raises:
+        VersionNotFound: version ``number`` is not written yet.
+        VersionExpired: it was garbage collected.
+    """
+    from parquetry.dataset.schema import schema_from_b64
+
+    v = read_version(store, uuid, number)
+    if v is None:
+        raise _missing(uuid, number, store)
+    kind, body, _ = v
+    if kind == "tombstone":
+        raise _expired(uuid, number, store)
+    if kind != "entry" or body.get("replace_all") or body["remove"]:
+        return None
+    first = body["add"][0][1] if body["add"] else {}
+    change, _, b64 = _entry_change(number, body, {}, table or next(iter(first), "table"))
+    return change, schema_from_b64(b64) if b64 is not None else None
 
 
 def _data_change(operation: str, added: bool, removed: bool) -> bool:

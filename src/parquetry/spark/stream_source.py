@@ -124,6 +124,7 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         # The files of the state the walk has reached (label -> FileChange, untyped).
         self._state: tuple[int, dict[str, Any], pa.Schema | None, str] | None = None
         self._cache: dict[Any, Any] = {}
+        self._latest_schema: pa.Schema | None = None
 
     # --- the dataset -----------------------------------------------------------------------
 
@@ -160,9 +161,21 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             self._units[key] = _Unit(version, True, typed, schema)
         return self._units[key]
 
+    def _schema(self) -> pa.Schema:
+        """The newest schema (a superset of older ones: evolution only adds and widens)."""
+        if self._latest_schema is None:
+            from parquetry.dataset import Dataset
+
+            self._latest_schema = Dataset.open(self._store(), self._uuid()).schema
+        return self._latest_schema
+
     def _commit_unit(self, version: int) -> _Unit | None:
-        """The files commit ``version`` emits, or None if it is not written yet."""
-        from parquetry.dataset.changes import typed_file, walk_changes
+        """The files commit ``version`` emits, or None if it is not written yet.
+
+        A commit that only adds files is read from its entry alone (one GET, no state: a
+        stream that only sees appends never loads a whole state). Others need the state
+        before them, which must still be retained (else VersionExpired names it)."""
+        from parquetry.dataset.changes import added_only, typed_file, walk_changes
         from parquetry.errors import VersionNotFound
 
         key = (version, False)
@@ -170,14 +183,25 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return self._units[key]
         if self._target is not None and version > self._target:
             return None
-        since, files, schema, table = self._base(version - 1)
         try:
-            change, after, schema = next(
-                walk_changes(self._store(), self._uuid(), since, version, files, table, schema)
-            )
+            found = added_only(self._store(), self._uuid(), version)
+            if found is not None:
+                change, new_schema = found
+                if new_schema is not None:
+                    self._latest_schema = new_schema
+                schema = self._schema()
+                if self._state is not None and self._state[0] == version - 1:
+                    _, files, _, table = self._state
+                    after = {**files, **{f.label: f for f in change.added}}
+                    self._state = (version, after, schema, table)
+            else:
+                since, files, schema, table = self._base(version - 1)
+                change, after, schema = next(
+                    walk_changes(self._store(), self._uuid(), since, version, files, table, schema)
+                )
+                self._state = (version, after, schema, table)
         except VersionNotFound:
             return None
-        self._state = (version, after, schema, table)
         emitted = self._emitted(change)
         typed = tuple(typed_file(f, schema, self._cache) for f in emitted)
         unit = _Unit(version, False, typed, schema)
