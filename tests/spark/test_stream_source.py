@@ -174,3 +174,19 @@ def test_a_stream_behind_the_gc_retention_fails_naming_the_version(tmp_path: Pat
         14,
         15,
     ]
+
+
+def test_predicates_prune_partitions_and_filter_rows(tmp_path: Path) -> None:
+    url, store = _lake(tmp_path)
+    ds = Dataset.create(store, "ds", _chunk(0, 10), partition_on=["p"])
+    ds = ds.append(_chunk(10, 10))
+    odd_small = json.dumps([[["p", "==", 1], ["id", "<", 15]]])
+    reader = _reader(url, ds, predicates=odd_small)
+    start = {"version": -1}
+    end = reader.latestOffset(start, ReadAllAvailable())
+    parts = reader.partitions(start, end)
+    planned = [f for part in parts for f in part.value.files]
+    assert sorted({dict(f.partition)["p"] for f in planned}) == [1]  # p=0 files never read
+    assert len(planned) == 2
+    ids = sorted(i for part in parts for b in reader.read(part) for i in b.column("id").to_pylist())
+    assert ids == [1, 3, 5, 7, 9, 11, 13]

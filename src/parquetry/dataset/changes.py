@@ -45,6 +45,7 @@ __all__ = [
     "FileChange",
     "VersionChanges",
     "files_of",
+    "read_change_file",
     "read_changes",
     "state_files",
     "typed_file",
@@ -305,6 +306,40 @@ def walk_changes(
         yield change, current, schema
 
 
+def read_change_file(
+    store: Store,
+    uuid: str,
+    schema: pa.Schema,
+    planned: PlannedFile,
+    columns: Sequence[str] | None,
+    *,
+    row_filter: Any = None,
+    filter_columns: Sequence[str] = (),
+    decryption: DecryptionSettings | None = None,
+) -> pa.Table:
+    """One added file's rows (``schema`` projected to ``columns``, rows by ``row_filter``);
+    a file garbage collection deleted raises VersionExpired naming it."""
+    try:
+        return read_planned_file(
+            store,
+            schema,
+            planned,
+            columns=columns,
+            row_filter=row_filter,
+            filter_columns=filter_columns,
+            decryption=decryption,
+        )
+    except MetadataCorrupted as exc:
+        if "is missing" not in str(exc):
+            raise
+        raise VersionExpired(
+            f"data file {planned.key} (partition {planned.label!r}) of dataset {uuid!r} was "
+            "garbage collected: read changes within the retention",
+            key=planned.key,
+            store=store.url,
+        ) from None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChangeFeed:
     """The changes of a dataset between two versions (``Dataset.changes``)."""
@@ -331,19 +366,9 @@ class ChangeFeed:
         return [f.planned(self.table) for f in (self.added if files is None else files)]
 
     def _read(self, planned: PlannedFile, columns: Sequence[str] | None) -> pa.Table:
-        try:
-            return read_planned_file(
-                self.store, self.schema, planned, columns=columns, decryption=self.decryption
-            )
-        except MetadataCorrupted as exc:
-            if "is missing" not in str(exc):
-                raise
-            raise VersionExpired(
-                f"data file {planned.key} (partition {planned.label!r}) of dataset "
-                f"{self.uuid!r} was garbage collected: read changes within the retention",
-                key=planned.key,
-                store=self.store.url,
-            ) from None
+        return read_change_file(
+            self.store, self.uuid, self.schema, planned, columns, decryption=self.decryption
+        )
 
     def read_added(
         self, columns: Sequence[str] | None = None, files: Sequence[FileChange] | None = None

@@ -304,6 +304,9 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         from parquetry.spark.reader import group_by_size, task_count
 
         files, schema = self._files_between(start, end)
+        if files and schema is not None and self.options.predicates is not None:
+            dnf = self._dnf(schema)  # partition pruning; rows are filtered in read()
+            files = [f for f in files if _may_match(f, dnf)]
         if not files:
             return []
         assert schema is not None
@@ -348,7 +351,8 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     # --- executors -------------------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from parquetry.dataset.changes import ChangeFeed
+        from parquetry.dataset.changes import read_change_file
+        from parquetry.dataset.predicates import to_expression
 
         task = partition.value
         assert isinstance(task, StreamTask)
@@ -362,10 +366,38 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 f"column {missing[0]!r} of the stream is not in dataset {self._uuid()!r}",
                 column=missing[0],
             )
-        feed = ChangeFeed(
-            store=store, uuid=self._uuid(), since=0, until=0, schema=task.schema, table="table"
-        )
+        dnf = self._dnf(task.schema)
+        row_filter = to_expression(dnf) if dnf else None
+        filter_columns = sorted({lit.column for conj in dnf or () for lit in conj})
         for f in task.files:
-            table = feed.read_added(names, files=[f])
+            table = read_change_file(
+                store,
+                self._uuid(),
+                task.schema,
+                f.planned("table"),
+                names,
+                row_filter=row_filter,
+                filter_columns=filter_columns,
+            )
             if table.num_rows:
                 yield from cast_to_spark(table, self.arrow_schema).to_batches(max_chunksize=65_536)
+
+    def _dnf(self, schema: pa.Schema) -> Any:
+        """Option ``predicates`` checked against ``schema`` (None without the option)."""
+        from parquetry.dataset.predicates import validate_predicates
+
+        given = self.options.predicates
+        if given is None:
+            return None
+        return validate_predicates([list(conj) for conj in given], schema)
+
+
+def _may_match(f: Any, dnf: Any) -> bool:
+    """Whether file ``f`` may hold rows of ``dnf``, judged by its partition values alone."""
+    from parquetry.dataset.predicates import eval_scalar
+
+    values = dict(f.partition)
+    return any(
+        all(eval_scalar(lit, values[lit.column]) for lit in conj if lit.column in values)
+        for conj in dnf
+    )
