@@ -167,3 +167,17 @@ def test_format_1_versions_fall_back_to_a_state_diff() -> None:
     assert {v.version: (len(v.added), len(v.removed)) for v in feed.versions} == expected
     assert {v.source for v in feed.versions} == {"state diff"}
     assert _ids(feed.read_added()) == _ids(Dataset.open(store, "ds").read())
+
+
+def test_a_file_collected_after_planning_raises_version_expired() -> None:
+    """GC racing a reader: the feed was planned, then the file went (as a GC with a retention
+    shorter than the reader's pause deletes it): an error naming the file, never fewer rows."""
+    store = MemoryStore()
+    ds = Dataset.create(store, "ds", _chunk(0, 6), partition_on=["p"]).append(_chunk(10, 3))
+    feed = ds.changes(since=0)
+    gone = feed.added[0]
+    store.delete(gone.key)
+    with pytest.raises(VersionExpired, match=f"data file {gone.key} .* garbage collected"):
+        feed.read_added()
+    with pytest.raises(VersionExpired, match="garbage collected"):
+        feed.scan_added().read_all()
