@@ -16,6 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from parquetry.dataset import Dataset
@@ -190,3 +192,37 @@ def test_predicates_prune_partitions_and_filter_rows(tmp_path: Path) -> None:
     assert len(planned) == 2
     ids = sorted(i for part in parts for b in reader.read(part) for i in b.column("id").to_pylist())
     assert ids == [1, 3, 5, 7, 9, 11, 13]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=st.lists(st.sampled_from(["append", "compact", "index"]), min_size=1, max_size=6),
+    max_files=st.integers(1, 3),
+    restarts=st.sets(st.integers(0, 12), max_size=3),
+)
+def test_every_added_row_is_emitted_once_whatever_the_limits_and_restarts(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[str], max_files: int, restarts: set[int]
+) -> None:
+    """Oracle: across any admission limit and restarts from any checkpointed offset, an
+    append-only history (plus compactions and index builds, which change no rows) is emitted
+    exactly once: the rows of the starting snapshot and of every append."""
+    url, store = _lake(tmp_path_factory.mktemp("prop"))
+    ds = Dataset.create(store, "ds", _chunk(0, 6), partition_on=["p"])
+    reader = _reader(url, ds, maxFilesPerTrigger=str(max_files))
+    offset = reader.initialOffset()
+    expected = Counter(range(6))
+    seen: Counter[int] = Counter()
+    for n, op in enumerate(ops, start=1):
+        if op == "append":
+            ds = ds.append(_chunk(100 * n, 1 + n % 3))
+            expected.update(range(100 * n, 100 * n + 1 + n % 3))
+        elif op == "compact":
+            ds = ds.compact()
+        elif "id" not in ds.secondary_indices:
+            ds = ds.build_index("id")
+        for k, (end, ids) in enumerate(_batches(reader, offset)):
+            seen.update(ids)
+            offset = end
+            if k in restarts:  # a new process resumes from the checkpointed offset
+                reader = _reader(url, ds, maxFilesPerTrigger=str(max_files))
+    assert seen == expected
