@@ -226,3 +226,21 @@ def test_every_added_row_is_emitted_once_whatever_the_limits_and_restarts(
             if k in restarts:  # a new process resumes from the checkpointed offset
                 reader = _reader(url, ds, maxFilesPerTrigger=str(max_files))
     assert seen == expected
+
+
+def test_stream_offsets_on_s3(moto_server: Any) -> None:
+    """The same planning and reading against S3 (moto), store options passed through."""
+    url, options = moto_server.url(), moto_server.options()
+    store = open_store(url, **options)
+    ds = Dataset.create(store, "streamed", _chunk(0, 6), partition_on=["p"])
+    raw = {"store": url, "dataset": "streamed", "maxFilesPerTrigger": "1", **options}
+    schema = arrow_to_spark_schema(ds.schema)
+
+    def reader() -> ParquetryStreamReader:
+        return ParquetryStreamReader(SourceOptions.parse(raw), StreamOptions.parse(raw), schema)
+
+    first = _batches(reader(), reader().initialOffset())
+    ds = ds.append(_chunk(10, 4))
+    rest = _batches(reader(), first[-1][0])  # a restart from the checkpointed offset
+    assert [len(ids) for _, ids in first + rest] == [3, 3, 2, 2]
+    assert sorted(i for _, ids in first + rest for i in ids) == [*range(6), *range(10, 14)]
