@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "AlreadyExists",
     "CapabilityNotSupported",
+    "ChangeCommitError",
     "CodecNotStreamable",
     "CommitConflict",
     "DatasetDeleted",
@@ -39,6 +40,8 @@ __all__ = [
     "StoreUnavailable",
     "UnknownColumn",
     "UnsafePath",
+    "VersionExpired",
+    "VersionNotFound",
 ]
 
 
@@ -241,6 +244,20 @@ class ManifestCorrupted(ParquetryError):
 
 class DatasetNotFound(NotFound):
     """No dataset with that uuid (or version) exists in the store."""
+
+
+class VersionExpired(DatasetNotFound):
+    """A version a change feed or stream needs was garbage collected (its entry is a
+    tombstone, or a file it added is gone): the reader fell behind the retention."""
+
+
+class VersionNotFound(DatasetNotFound):
+    """A version a change feed or stream asks for is not written yet (or never was)."""
+
+
+class ChangeCommitError(ParquetryError):
+    """A stream met a commit that removed or rewrote rows (overwrite, update, delete,
+    upsert) and was not told to skip or re-emit such commits."""
 
 
 class MetadataCorrupted(ParquetryError):

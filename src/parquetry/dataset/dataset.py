@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -52,6 +52,9 @@ from parquetry.errors import (
 )
 from parquetry.parquet import DecryptionSettings, WriteOptions
 from parquetry.store import Store
+
+if TYPE_CHECKING:
+    from parquetry.dataset.changes import ChangeFeed
 
 __all__ = ["Dataset"]
 
@@ -105,6 +108,20 @@ class Dataset(TableOperations):
         if limit is not None and limit < 0:
             raise InvalidArgument(f"limit must be >= 0, got {limit}")
         return read_history(self.store, self.uuid, limit=limit)
+
+    def changes(self, since: int, until: int | None = None) -> ChangeFeed:
+        """The files (partition values, rows, sizes) each commit in ``(since, until]``
+        added and removed, and their rows as pyarrow (see :mod:`parquetry.dataset.changes`).
+        ``until`` defaults to this version; ``since=-1`` starts before the creation.
+
+        Raises:
+            VersionExpired: a version in the range was garbage collected.
+            VersionNotFound: ``until`` is not written yet.
+        """
+        from parquetry.dataset.changes import read_changes
+
+        until = self.version if until is None else until
+        return read_changes(self.store, self.uuid, since, until, decryption=self._decryption)
 
     def detail(self) -> DatasetDetail:
         """Files, bytes, rows, partitions, schema, indices and times of this version (no

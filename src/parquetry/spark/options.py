@@ -17,6 +17,7 @@ from parquetry.spark.option_names import (
     parse_timestamp,
     split_path,
 )
+from parquetry.spark.stream_options import STREAM_KEYS
 from parquetry.store import Store, open_store
 from parquetry.store.secrets import mask_options, redact_url
 
@@ -164,7 +165,7 @@ class SourceOptions:
                 names the option).
         """
         opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
-        check_known(opts, known_names(cls, SPARK_KEYS), prefixes=("store.",))
+        check_known(opts, known_names(cls, SPARK_KEYS + STREAM_KEYS), prefixes=("store.",))
         if "paths" in opts:
             raise InvalidArgument(
                 f"format parquetry reads one dataset: load() got several paths {opts['paths']}"

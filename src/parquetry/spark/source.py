@@ -11,7 +11,12 @@ from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from parquetry.spark.options import SourceOptions
@@ -125,6 +130,17 @@ class ParquetryDataSource(DataSource):
         if options.version is None and self.read_version is not None:
             options = replace(options, version=self.read_version)
         return ParquetryReader(options, schema)
+
+    @message_first
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """``spark.readStream``: the rows each new commit adds (see :mod:`.stream_source`)."""
+        from parquetry.errors import InvalidArgument
+        from parquetry.spark.stream_options import StreamOptions
+        from parquetry.spark.stream_source import ParquetryStreamReader
+
+        if self.parsed.layout != "dataset":
+            raise InvalidArgument("readStream needs layout=dataset (a snapshot has no commits)")
+        return ParquetryStreamReader(self.parsed, StreamOptions.parse(self.options), schema)
 
     @message_first
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
