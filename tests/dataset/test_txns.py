@@ -141,3 +141,27 @@ def test_txn_oracle(steps: list[tuple[str, int, bool]]) -> None:
     latest = Dataset.open(store, "h")
     assert latest.read().num_rows == expected
     assert latest.transactions == recorded
+
+
+def test_snapshot_manifest_records_txn_and_replays_are_noops(any_store: Store) -> None:
+    from parquetry.snapshot import ParquetDatasetStore
+
+    pds = ParquetDatasetStore(any_store)
+
+    def commit(rows: int, txn: tuple[str, int]) -> int:
+        write_id = pds.new_write_id()
+        part = pds.write_part("snap", write_id, "part-0.parquet", _rows(rows))
+        return pds.commit_write("snap", write_id, [part], overwrite=True, txn=txn).row_count
+
+    assert commit(3, ("q", 0)) == 3
+    assert commit(5, ("q", 1)) == 5
+    assert commit(7, ("q", 1)) == 5  # replay of batch 1: the manifest stays
+    assert commit(9, ("q", 0)) == 5
+    manifest = pds.read_manifest("snap")
+    assert manifest.txns == {"q": 1}
+    assert commit(2, ("other", 0)) == 2
+    assert pds.read_manifest("snap").txns == {"q": 1, "other": 0}
+    assert pds.read_dataset("snap").num_rows == 2
+    # The replays' staged parts are gone: only the committed part remains.
+    staged = [m.key for m in any_store.list("snap/") if "staging" in m.key]
+    assert staged == []
