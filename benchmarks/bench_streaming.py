@@ -15,7 +15,7 @@
 
 Times depend on the machine's load: the script prints ``os.getloadavg()`` with each result.
 Usage: ``nice .venv/bin/python benchmarks/bench_streaming.py [--batches N] [--every N]
-[--seconds S] [--rate R] [--skip-spark] [--quick]`` (``--quick``: 20 batches, 8 s of
+[--seconds S] [--rate R] [--skip-spark] [--skip-small] [--quick]`` (``--quick``: 20 batches, 8 s of
 streaming: a smoke run, not a measurement).
 """
 
@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--rate", type=int, default=10_000)
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--skip-small", action="store_true", help="only the Spark part")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     if args.quick:
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-streaming-") as tmp:
         root = Path(tmp)
-        for every in (None, args.every):
+        for every in () if args.skip_small else (None, args.every):
             path = root / f"small-{every}"
             path.mkdir()
             result = small_files(path, args.batches, args.batch_rows, every)
