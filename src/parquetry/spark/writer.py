@@ -162,6 +162,18 @@ class DatasetArrowWriter(DataSourceArrowWriter):
                 column=missing[0],
             )
         self.condition = _replace_condition(self.options, self.arrow_schema, overwrite)
+        if (
+            options.txn is not None
+            and overwrite
+            and (options.replace_where is not None or options.partition_overwrite_mode == "dynamic")
+        ):
+            from parquetry.errors import InvalidArgument
+
+            # Those commits do not record a transaction: a replay would commit again.
+            raise InvalidArgument(
+                "options 'txnAppId'/'txnVersion' work with mode('append') and a full "
+                "mode('overwrite'), not with 'replaceWhere' or partitionOverwriteMode=dynamic"
+            )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> DatasetWriteMessage:
         from parquetry.dataset import write_files
@@ -214,7 +226,7 @@ class DatasetArrowWriter(DataSourceArrowWriter):
             _commit_new(self.options, store, files, utc_schema(self.arrow_schema), txn)
             return True
         if self.overwrite and _commit_selective(self.options, self.condition, store, files):
-            return True  # txn: checked above only (a replaceWhere commit records none)
+            return True  # no txn here: __init__ refuses txn options for these modes
         before = _txn_version(store, self.options.dataset, txn)
         after = Dataset.commit_files(
             store,
