@@ -64,6 +64,7 @@ def _ids(store: Store) -> list[int]:
     return sorted(Dataset.open(store, "events").read(columns=["id"])["id"].to_pylist())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # three Spark drivers; minutes on a loaded 2-core machine
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_sink_is_exactly_once_across_driver_kills(
