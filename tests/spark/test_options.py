@@ -163,8 +163,14 @@ def test_every_known_name_is_accepted_in_any_case(name: str, flips: list[bool]) 
         "save_mode": "ignore",
         "columns": "a",
         "parameters": '{"k": "v"}',
+        "txn_version": "3",
+        "auto_compact": "3",
     }
     by_key = {"path": "memory://a/x", "paths": '["a", "b"]'}
+    # txnAppId and txnVersion go together: the other one is given too.
+    partner = {"txn_app_id": ("txnVersion", "3"), "txn_version": ("txnAppId", "app")}
+    if field_of.get(name) in partner:
+        raw.setdefault(*partner[field_of[name]])
     raw[cased] = by_key.get(name) or values.get(field_of.get(name, ""), "v")
     if name == "paths":
         with pytest.raises(InvalidArgument, match="several paths"):
@@ -213,7 +219,8 @@ def test_unknown_option_messages() -> None:
     with pytest.raises(InvalidArgument) as info:
         SourceOptions.parse(_base(colour="red"))
     assert str(info.value).startswith(
-        "unknown option 'colour' for format parquetry; known options: access_key_id, columns,"
+        "unknown option 'colour' for format parquetry; known options: access_key_id, "
+        "auto_compact, checkpointLocation, columns,"
     )
     assert str(info.value).endswith("versionAsOf, store.<name>")
     # store.<anything> reaches the store; a bare "store." is not an option
@@ -342,3 +349,19 @@ def test_version_as_of_and_timestamp_as_of() -> None:
     for raw, message in bad:
         with pytest.raises(InvalidArgument, match=message):
             SourceOptions.parse(raw)
+
+
+def test_txn_and_streaming_options() -> None:
+    parsed = SourceOptions.parse(_base(txnappid="job", txnversion="0", autocompact="5"))
+    assert parsed.txn == ("job", 0)
+    assert parsed.auto_compact == 5
+    assert SourceOptions.parse(parsed.to_spark()) == parsed
+    assert SourceOptions.parse(_base()).txn is None
+    for bad in [{"txnappid": "job"}, {"txnversion": "1"}, {"txnappid": "j", "txnversion": "-1"}]:
+        with pytest.raises(InvalidArgument, match="txnAppId"):
+            SourceOptions.parse(_base(**bad))
+    with pytest.raises(InvalidArgument, match="autoCompact"):
+        SourceOptions.parse(_base(autocompact="0"))
+    # Spark's own streaming options reach the sink and are accepted.
+    opts = SourceOptions.parse(_base(checkpointlocation="/tmp/c", queryname="q"))
+    assert (opts.checkpoint_location, opts.query_name) == ("/tmp/c", "q")

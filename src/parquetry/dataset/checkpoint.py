@@ -4,6 +4,7 @@
 
     {"format": 2, "version": <VersionInfo>, "schema": b64, "partition_keys": [...],
      "metadata": {...}, "encryption": ... | null, "metadata_format": "json",
+     "settings": {...}, "txns": {app_id: version} (when any),
      "indices": {column: <IndexState root form>},
      "files": <number of partitions>, "tables": [table names every partition has],
      "segments": [{"key", "count", "first", "last", "run"} | {"inline": [[label, files, info]]}]}
@@ -92,6 +93,7 @@ def _root_fields(doc: DatasetDocument) -> dict[str, Any]:
         "encryption": dict(doc.encryption) if doc.encryption is not None else None,
         "metadata_format": doc.metadata_format,
         "settings": dict(doc.settings),
+        **({"txns": dict(doc.txns)} if doc.txns else {}),
     }
 
 

@@ -55,6 +55,7 @@ from parquetry.dataset.pointer import (
     every_commit_bytes,
     pointer_mode,
 )
+from parquetry.dataset.txns import Txn, applied, replayed, with_txn
 from parquetry.dataset.versions import latest_version_number, roll_forward
 from parquetry.errors import (
     AlreadyExists,
@@ -166,9 +167,12 @@ def commit(
     pointer_format: str = "json",
     stale_format: str | None = None,
     claim: Claim | None = None,
+    txn: Txn | None = None,
 ) -> DatasetDocument:
     """Commit ``make(base, number + 1)``; ``number`` < 0 means "find the newest by listing".
 
+    ``txn`` (app id, version): record it, or raise TxnApplied (nothing committed) when the
+    state an attempt builds on already holds it (see :mod:`parquetry.dataset.txns`).
     ``claim`` holds the commit's write intents (renewed while retrying, released after).
     Returns the committed document. Raises CommitConflict when ``make`` reports an
     overlapping change or ``max_retries`` lost races in a row are exceeded, DatasetDeleted
@@ -183,7 +187,7 @@ def commit(
         number = latest_version_number(store, uuid)
     try:
         doc, body, size, number, lost = _commit_loop(
-            store, uuid, base, number, make, max_retries, claim
+            store, uuid, base, number, make, max_retries, claim, txn
         )
     except CommitConflict:
         if claim is not None:
@@ -205,13 +209,19 @@ def _commit_loop(
     make: MakeVersion,
     max_retries: int | None,
     claim: Claim | None,
+    txn: Txn | None = None,
 ) -> tuple[DatasetDocument, dict[str, Any], int, int, int]:
     """(document, entry body, its size, version number, races lost) of the commit."""
     check_incarnation(store, uuid, base, number)
     attempt = 0
     while True:
         started = time.perf_counter()
-        doc = make(base, number + 1)
+        if applied(base, txn):
+            # Checked on each attempt's base: of two racing replays, one commits.
+            assert base is not None
+            assert txn is not None
+            raise replayed(uuid, base, txn)
+        doc = with_txn(make(base, number + 1), txn)
         if claim is not None:
             claim.ensure_live()
         lineage = base.lineage if base is not None else None

@@ -44,6 +44,7 @@ def create_from_files(
     encryption: Mapping[str, Any] | None = None,
     parameters: Mapping[str, str] | None = None,
     settings: Mapping[str, Any] | None = None,
+    txns: Mapping[str, int] | None = None,
 ) -> LoadedState:
     for col in (*partition_on, *secondary_indices):
         if col not in schema.names:
@@ -65,6 +66,7 @@ def create_from_files(
         metadata_format=metadata_format,
         encryption=encryption,
         settings=dict(settings or {}),
+        txns=dict(txns or {}),
         lineage=Lineage(None, None),  # the creating entry is self-contained: no checkpoint
     )
     doc = apply_change(

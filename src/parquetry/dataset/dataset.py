@@ -37,6 +37,7 @@ from parquetry.dataset.transact import (
     dataset_exists,
     string_parameters,
 )
+from parquetry.dataset.txns import applied, check_txn
 from parquetry.dataset.versions import (
     LoadedState,
     check_current_incarnation,
@@ -202,6 +203,7 @@ class Dataset(TableOperations):
         parameters: Mapping[str, Any] | None = None,
         merge_schema: bool = False,
         overwrite_schema: bool = False,
+        txn: tuple[str, int] | None = None,
     ) -> Dataset:
         """Commit files written earlier with :func:`write_files` (one conflict-safe commit).
 
@@ -218,6 +220,10 @@ class Dataset(TableOperations):
         Before the commit point the files' write intents are claimed and every file is
         checked to exist (one HEAD each, 16 at a time): if garbage collection reaped them
         (their lease ended long ago), this raises IntentExpired and commits nothing.
+
+        ``txn=(app_id, version)`` makes the commit idempotent (Delta's SetTransaction):
+        when the dataset already recorded ``version`` or a later one for ``app_id``, the
+        files are deleted and the current dataset is returned (see :meth:`append`).
         """
         return cls(
             store,
@@ -236,6 +242,7 @@ class Dataset(TableOperations):
                 parameters=parameters,
                 merge_schema=merge_schema,
                 overwrite_schema=overwrite_schema,
+                txn=txn,
             ),
         )
 
@@ -294,6 +301,7 @@ class Dataset(TableOperations):
         write_options: WriteOptions | None = None,
         merge_schema: bool = False,
         parameters: Mapping[str, Any] | None = None,
+        txn: tuple[str, int] | None = None,
     ) -> Dataset:
         """Add ``data`` as new partitions (never conflicts with other appends).
 
@@ -305,15 +313,31 @@ class Dataset(TableOperations):
         On an encrypted dataset the new files get its recorded encryption, with the KMS the
         dataset was opened with (``decryption=``); without one this raises EncryptionError.
         ``parameters`` are recorded with the commit (see :meth:`history`).
+
+        ``txn=(app_id, version)`` (Delta's SetTransaction): the commit records ``version``
+        for ``app_id``; when the newest version already records ``version`` or a later one,
+        nothing is committed and the newest dataset is returned (the files written are
+        deleted). Checked inside the conflict-safe commit loop, so racing replays of one
+        ``(app_id, version)`` commit exactly once. :attr:`transactions` shows the record.
         """
         string_parameters(parameters)  # refuse unrecordable ones before writing any file
+        txn = check_txn(txn)
+        if applied(self._doc, txn):
+            latest = self.open(self.store, self.uuid, decryption=self._decryption)
+            return latest  # no file written: this version already holds the transaction
         files, written = self._write(data, write_options, merge_schema)
         return self._commit(
             files,
             operation="append",
             parameters=parameters,
+            txn=txn,
             **self._evolution(written, merge_schema),
         )
+
+    @property
+    def transactions(self) -> dict[str, int]:
+        """Application id -> the last version committed with ``txn`` (see :meth:`append`)."""
+        return dict(self._doc.txns)
 
     def update(
         self,

@@ -5,9 +5,11 @@ An entry body (the value of ``"parquetry_entry"``)::
     {"format": 2, "version": <VersionInfo>, "replace_all": bool,
      "remove": [label, ...], "add": [[label, {table: key}, "<FileInfo JSON>"], ...],
      "set": {"schema": b64, "partition_keys": [...], "metadata": {...}, "encryption": ...,
-             "metadata_format": "json", "indices": {column: {"pieces": [footer], "dead": []}}}}
+             "metadata_format": "json", "indices": {column: {"pieces": [footer], "dead": []}},
+             "txns": {app_id: version}}}
 
-``set`` holds only the fields that changed (each replaces the old value); ``replace_all``
+``set`` holds only the fields that changed (each replaces the old value; ``txns`` merges:
+each application listed replaces its own version, the others stay); ``replace_all``
 empties the state first (create, overwrite) and then lists no removes. A commit's entry is
 built from the change it applied (:class:`Change`, recorded by ``apply_change``), never by
 diffing whole states. Applying an entry to a state costs O(change) (:meth:`Catalog.changed`).
@@ -120,6 +122,12 @@ def _sets(base: DatasetDocument | None, doc: DatasetDocument) -> dict[str, Any]:
         out["metadata_format"] = doc.metadata_format
     if doc.settings and (b is None or dict(b.settings) != dict(doc.settings)):
         out["settings"] = dict(doc.settings)
+    # ``txns`` merges (each listed application's version replaces its old one): an entry
+    # lists the applications whose version it sets, never the whole map again.
+    old = b.txns if b is not None else {}
+    txns = {app: v for app, v in doc.txns.items() if old.get(app) != v}
+    if txns:
+        out["txns"] = txns
     return out
 
 
@@ -208,6 +216,8 @@ def apply_sets(doc: DatasetDocument, sets: Mapping[str, Any], key: str) -> dict[
             out["metadata_format"] = str(sets["metadata_format"])
         if "settings" in sets:
             out["settings"] = dict(sets["settings"])
+        if "txns" in sets:
+            out["txns"] = {**doc.txns, **_txns(sets["txns"])}
         if "indices" in sets:
             states = parse_states(sets["indices"], out.get("schema", doc.schema), key)
             out["indices"] = dict.fromkeys(states, PLACEHOLDER)
@@ -216,6 +226,16 @@ def apply_sets(doc: DatasetDocument, sets: Mapping[str, Any], key: str) -> dict[
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise MetadataCorrupted(f"{key}: invalid entry field ({exc})", key=key) from None
     return out
+
+
+def _txns(raw: Any) -> dict[str, int]:
+    """A checked ``txns`` map (TypeError/ValueError when malformed)."""
+    if not isinstance(raw, dict):
+        raise TypeError("txns: expected an object")
+    for app, version in raw.items():
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ValueError(f"txns[{app!r}]: expected an integer version")
+    return {str(app): int(version) for app, version in raw.items()}
 
 
 def apply_entry(

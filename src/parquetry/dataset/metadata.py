@@ -238,6 +238,10 @@ class DatasetDocument:
     #: Dataset settings parquetry keeps out of kartothek's ``metadata`` (which kartothek
     #: users see), e.g. ``{"pointer": "auto"}``; see :mod:`parquetry.dataset.pointer`.
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: Transactions (Delta's SetTransaction): application id -> the last version of it
+    #: committed (a stream's query id -> batch id). ``commit(txn=...)`` is a no-op for a
+    #: version at or below the recorded one; see :mod:`parquetry.dataset.txns`.
+    txns: Mapping[str, int] = field(default_factory=dict)
     #: Format-2 index states (``indexstate.IndexState``) by column; ``indices`` then maps
     #: each to a placeholder. Empty for a format-1 document (``indexwire.index_state``
     #: adopts its index files lazily).
@@ -282,6 +286,8 @@ class DatasetDocument:
                 out[EXTENSION_KEY]["encryption"] = dict(self.encryption)
             if self.settings:
                 out[EXTENSION_KEY]["settings"] = dict(self.settings)
+            if self.txns:
+                out[EXTENSION_KEY]["txns"] = dict(self.txns)
         return out
 
     @classmethod
@@ -311,6 +317,7 @@ class DatasetDocument:
         files = info = encryption = None
         footers = {}
         settings: dict[str, Any] = {}
+        txns: dict[str, int] = {}
         fmt = metadata_format
         if not isinstance(schema, pa.Schema):
             schema = None
@@ -322,6 +329,10 @@ class DatasetDocument:
             encryption = ext.get("encryption")
             if isinstance(ext.get("settings"), dict):
                 settings = ext["settings"]
+            raw_txns = ext.get("txns")
+            if isinstance(raw_txns, dict):
+                # Only parquetry reads these; a malformed value is dropped, not fatal.
+                txns = {str(k): v for k, v in raw_txns.items() if isinstance(v, int) and v >= -1}
         return cls(
             uuid=str(doc["dataset_uuid"]),
             partitions=partitions,
@@ -336,6 +347,7 @@ class DatasetDocument:
             index_footers=footers,
             encryption=encryption,
             settings=settings,
+            txns=txns,
         )
 
 

@@ -17,10 +17,11 @@ from parquetry.dataset.commit import MAX_RETRIES, commit
 from parquetry.dataset.create import Batches, create_from_files, schema_from_files
 from parquetry.dataset.docschema import check_user_metadata
 from parquetry.dataset.evolve import resolve_write_schema
-from parquetry.dataset.intents import claim_for_commit
+from parquetry.dataset.intents import abandon_files, claim_for_commit
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.naming import DEFAULT_TABLE, METADATA_FORMATS, metadata_key, validate_uuid
 from parquetry.dataset.ops import change_maker
+from parquetry.dataset.txns import Txn, TxnApplied, applied, check_txn
 from parquetry.dataset.versions import LoadedState, load_latest
 from parquetry.dataset.write import FileDescription, iter_input, storage_schema, write_files
 from parquetry.errors import AlreadyExists, InvalidArgument
@@ -136,8 +137,12 @@ def commit_change(
     written_schema: pa.Schema | None = None,
     merge_schema: bool = False,
     replace_layout: tuple[str, ...] | None = None,
+    txn: Txn | None = None,
 ) -> LoadedState:
     """Commit ``files`` (and removals) as the version after ``base``.
+
+    ``txn`` (app id, version): when the newest state already holds it, commit nothing,
+    delete ``files`` and return that state (see :mod:`parquetry.dataset.txns`).
 
     ``verify_files=False``: the caller has just written ``files`` itself; skip the HEADs.
     ``written_schema``/``merge_schema``/``replace_layout``: a schema evolution or
@@ -148,6 +153,10 @@ def commit_change(
     params = string_parameters(parameters)  # invalid ones fail before any write
     doc = base.doc
     assert doc.schema is not None
+    txn = check_txn(txn)
+    if applied(doc, txn):
+        abandon_files(store, doc.uuid, files)
+        return base
     described = [(f.key, f.size, f.intent) for f in files]
     claim, work = claim_for_commit(store, doc.uuid, described, verify=verify_files)
     make = change_maker(
@@ -170,17 +179,23 @@ def commit_change(
         # kartothek may have left a pointer of the other format beside the one we read.
         stale = "msgpack.zstd" if base.pointer_format == "json" else "json"
     fmt = base.pointer_format or doc.metadata_format
-    committed = commit(
-        store,
-        doc.uuid,
-        doc,
-        base.number,
-        make,
-        max_retries=max_retries,
-        pointer_format=fmt,
-        stale_format=stale,
-        claim=claim,
-    )
+    try:
+        committed = commit(
+            store,
+            doc.uuid,
+            doc,
+            base.number,
+            make,
+            max_retries=max_retries,
+            pointer_format=fmt,
+            stale_format=stale,
+            claim=claim,
+            txn=txn,
+        )
+    except TxnApplied as done:
+        # A racing replay of the same transaction committed first: ours is a no-op.
+        abandon_files(store, doc.uuid, files)
+        return LoadedState.committed(done.doc, fmt)
     if committed.schema is not None and (
         not committed.schema.equals(doc.schema) or committed.partition_keys != doc.partition_keys
     ):
@@ -229,6 +244,7 @@ def commit_described_files(
     parameters: Mapping[str, Any] | None = None,
     merge_schema: bool = False,
     overwrite_schema: bool = False,
+    txn: Txn | None = None,
 ) -> LoadedState:
     """The body of :meth:`Dataset.commit_files` (see there)."""
     if mode not in COMMIT_MODES:
@@ -237,6 +253,7 @@ def commit_described_files(
         raise InvalidArgument("overwrite_schema (overwriteSchema) needs mode overwrite")
     validate_uuid(uuid)
     check_user_metadata(metadata)
+    txn = check_txn(txn)
     layouts = {tuple(k for k, _ in f.partition) for f in files}
     if len(layouts) > 1:
         raise InvalidArgument(f"files of {uuid!r} mix partition layouts {sorted(layouts)}")
@@ -257,6 +274,7 @@ def commit_described_files(
             table=files[0].table if files else DEFAULT_TABLE,
             operation=operation,
             parameters=string_parameters(parameters),
+            txns=dict([txn]) if txn is not None else None,
         )
     base = load_latest(store, uuid)
     if overwrite_schema:
@@ -274,6 +292,7 @@ def commit_described_files(
             written_schema=storage_schema(schema),
             replace_layout=tuple(partition_on),
             parameters=parameters,
+            txn=txn,
         )
     keys = base.doc.partition_keys
     written = None
@@ -307,4 +326,5 @@ def commit_described_files(
         parameters=parameters,
         written_schema=written,
         merge_schema=merge_schema,
+        txn=txn,
     )

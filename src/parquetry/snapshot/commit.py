@@ -38,13 +38,14 @@ def build_journal(
     compression: str,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    txns: dict[str, int] | None = None,
 ) -> SwitchJournal:
     """The decision a switch carries out: parts, final names and the new manifest."""
     if len({p.schema_hash for p in parts}) != 1:
         raise InvalidArgument(f"staged parts of {key!r} have different schemas", key=key)
     names = layout.part_names(len(parts))
     manifest = DatasetManifest.for_parts(
-        key, names, parts, compression=compression, run_id=run_id, metadata=metadata
+        key, names, parts, compression=compression, run_id=run_id, metadata=metadata, txns=txns
     )
     moves = tuple(
         PartMove(staged=p.name, final=n, size=p.size) for p, n in zip(parts, names, strict=True)

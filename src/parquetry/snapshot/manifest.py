@@ -48,6 +48,15 @@ _CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "created_at_utc": (lambda v: isinstance(v, str), "a string"),
     "run_id": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "metadata": (lambda v: v is None or _is_str_dict(v), "a dict[str, str] or null"),
+    "txns": (
+        lambda v: (
+            v is None
+            or (
+                isinstance(v, dict) and all(isinstance(k, str) and _is_int(x) for k, x in v.items())
+            )
+        ),
+        "a dict[str, int] or null",
+    ),
 }
 
 
@@ -67,6 +76,9 @@ class DatasetManifest:
         created_at_utc: ISO 8601 time of the write (``+00:00``, microseconds).
         run_id: Caller's pipeline run id, if any.
         metadata: Caller's string key-value pairs, if any.
+        txns: Transactions, application id -> last version committed (a streaming
+            sink's query id -> batch id; see :mod:`parquetry.dataset.txns`); parquetry's
+            own field, left out when None (remote-store readers ignore unknown fields).
     """
 
     dataset_key: str
@@ -77,6 +89,7 @@ class DatasetManifest:
     created_at_utc: str
     run_id: str | None = None
     metadata: dict[str, str] | None = None
+    txns: dict[str, int] | None = None
 
     @classmethod
     def for_parts(
@@ -88,6 +101,7 @@ class DatasetManifest:
         compression: str,
         run_id: str | None,
         metadata: dict[str, str] | None,
+        txns: dict[str, int] | None = None,
     ) -> DatasetManifest:
         """The manifest of a write of ``parts`` (receipts, in order) named ``names``, now."""
         return cls(
@@ -99,6 +113,7 @@ class DatasetManifest:
             created_at_utc=datetime.now(UTC).isoformat(),
             run_id=run_id,
             metadata=dict(metadata) if metadata is not None else None,
+            txns=dict(txns) if txns else None,
         )
 
     def to_json(self) -> str:
@@ -150,6 +165,7 @@ class DatasetManifest:
             created_at_utc=data["created_at_utc"],
             run_id=data.get("run_id"),
             metadata=data.get("metadata"),
+            txns=data.get("txns"),
         )
 
 

@@ -13,6 +13,7 @@ from parquetry.errors import (
     AlreadyExists,
     CapabilityNotSupported,
     InvalidArgument,
+    ManifestCorrupted,
     NotFound,
 )
 from parquetry.parquet.options import WriteOptions
@@ -292,12 +293,20 @@ class ParquetDatasetStore:
         overwrite: bool = False,
         run_id: str | None = None,
         metadata: dict[str, str] | None = None,
+        txn: tuple[str, int] | None = None,
     ) -> DatasetManifest:
         """Commit staged parts as the dataset ``key`` (in the order given), crash-safely.
 
         Committing the same ``write_id`` again after a lost acknowledgement returns the
         same manifest. On an error before the switch starts the staged parts stay; call
         :meth:`abort_write`.
+
+        ``txn=(app_id, version)``: the manifest records it (with the earlier manifest's
+        transactions); when the current manifest already records ``version`` or a later
+        one for ``app_id``, the staged parts are deleted and the current manifest is
+        returned unchanged (a replayed streaming batch). The check runs before the switch
+        lock is taken: two replays racing each other can both switch (the snapshot then
+        holds the replayed data once: a switch replaces the whole snapshot).
         """
         self._require_write(key, overwrite=overwrite)
         layout.check_dataset_key(key)
@@ -311,10 +320,31 @@ class ParquetDatasetStore:
         if retried is not None:
             return retried
         self._settle(key)
+        txns = self._txns_after(key, txn)
+        if txns is None:
+            commit.abort_staging(self._store, key, write_id)
+            return self.read_manifest(key)
         self._refuse_existing(key, overwrite)
         commit.check_staged(self._store, key, write_id, parts, max_workers=self._max_workers)
-        journal = self._journal(key, write_id, parts, overwrite, run_id, metadata)
+        journal = self._journal(key, write_id, parts, overwrite, run_id, metadata, txns)
         return self._switch(key, journal, own_staging=False)
+
+    def _txns_after(self, key: str, txn: tuple[str, int] | None) -> dict[str, int] | None:
+        """The transactions a commit of ``txn`` records, or None when the current manifest
+        already holds ``txn`` (a replay: nothing to commit)."""
+        if txn is None:
+            return {}
+        app, version = txn
+        if not isinstance(app, str) or not app or not isinstance(version, int) or version < 0:
+            raise InvalidArgument(f"txn must be (app_id, version >= 0), got {txn!r}", key=key)
+        try:
+            current = self.read_manifest(key).txns or {}
+        except (NotFound, ManifestCorrupted):
+            current = {}  # nothing (valid) committed yet: the write replaces it
+        recorded = current.get(app)
+        if recorded is not None and version <= recorded:
+            return None
+        return {**current, app: version}
 
     def abort_write(self, key: str, write_id: str) -> None:
         """Delete the staged parts of write ``write_id``.
@@ -376,6 +406,7 @@ class ParquetDatasetStore:
         overwrite: bool,
         run_id: str | None,
         metadata: dict[str, str] | None,
+        txns: dict[str, int] | None = None,
     ) -> SwitchJournal:
         return commit.build_journal(
             key,
@@ -385,6 +416,7 @@ class ParquetDatasetStore:
             compression=self._compression,
             run_id=run_id,
             metadata=metadata,
+            txns=txns,
         )
 
     def _switch(self, key: str, journal: SwitchJournal, *, own_staging: bool) -> DatasetManifest:

@@ -155,6 +155,17 @@ class SourceOptions:
     columns: tuple[str, ...] | None = None
     #: The user's entries for the commit's parameters (option ``parameters``, JSON object).
     parameters: tuple[tuple[str, str], ...] = ()
+    #: Idempotent writes (Delta's options ``txnAppId``/``txnVersion``, both or neither): the
+    #: commit records the pair; a write whose version is already recorded commits nothing.
+    txn_app_id: str | None = field(default=None, metadata={"options": ("txnAppId",)})
+    txn_version: int | None = field(default=None, metadata={"options": ("txnVersion",)})
+    #: Streaming sink: compact the partitions the stream touched after every N commits.
+    auto_compact: int | None = None
+    #: Set by Spark for a streaming write (``checkpointLocation`` / ``queryName``).
+    checkpoint_location: str | None = field(
+        default=None, metadata={"options": ("checkpointLocation",)}
+    )
+    query_name: str | None = field(default=None, metadata={"options": ("queryName",)})
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -234,6 +245,16 @@ class SourceOptions:
                 "options 'replaceWhere' and partitionOverwriteMode=dynamic exclude each other"
             )
         rows_per_file = _int(opts, "rows_per_file", 4_000_000)
+        txn_app_id = _one(opts, "txn_app_id") or None
+        txn_version = _int(opts, "txn_version", None)
+        if (txn_app_id is None) != (txn_version is None) or (txn_version or 0) < 0:
+            raise InvalidArgument(
+                "options 'txnAppId' and 'txnVersion' (an integer >= 0) go together, got "
+                f"txnAppId={txn_app_id!r}, txnVersion={txn_version!r}"
+            )
+        auto_compact = _int(opts, "auto_compact", None)
+        if auto_compact is not None and auto_compact < 1:
+            raise InvalidArgument(f"option 'autoCompact' must be 1 or more, got {auto_compact}")
         return cls(
             store_url=store_url,
             store_options=store_options,
@@ -263,7 +284,19 @@ class SourceOptions:
             save_mode=None if save_mode is None else "ignore" if save_mode == "ignore" else "error",
             columns=_names(_one(opts, "columns")) or None,
             parameters=_parameters(_one(opts, "parameters")),
+            txn_app_id=txn_app_id,
+            txn_version=txn_version,
+            auto_compact=auto_compact,
+            checkpoint_location=_one(opts, "checkpoint_location") or None,
+            query_name=_one(opts, "query_name") or None,
         )
+
+    @property
+    def txn(self) -> tuple[str, int] | None:
+        """(txnAppId, txnVersion) when given."""
+        if self.txn_app_id is None or self.txn_version is None:
+            return None
+        return self.txn_app_id, self.txn_version
 
     def __repr__(self) -> str:
         # Options travel into Spark plans, logs and error reports: secrets never print.
@@ -310,6 +343,11 @@ class SourceOptions:
             "save_mode": self.save_mode,
             "columns": None if self.columns is None else ",".join(self.columns),
             "parameters": json.dumps(dict(self.parameters)) if self.parameters else None,
+            "txnAppId": self.txn_app_id,
+            "txnVersion": None if self.txn_version is None else str(self.txn_version),
+            "autoCompact": None if self.auto_compact is None else str(self.auto_compact),
+            "checkpointLocation": self.checkpoint_location,
+            "queryName": self.query_name,
         }
         out.update({k: v for k, v in optional.items() if v})
         out.update(

@@ -150,6 +150,12 @@ class ParquetryDataSource(DataSource):
             return SnapshotArrowWriter(self.parsed, schema, overwrite)
         return DatasetArrowWriter(self.parsed, schema, overwrite)
 
+    @message_first
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
+        from parquetry.spark.stream_sink import stream_writer
+
+        return stream_writer(self.parsed, schema, overwrite)
+
 
 def register(spark: SparkSession) -> None:
     """Register the ``parquetry`` format on ``spark``.

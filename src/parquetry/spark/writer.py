@@ -162,6 +162,18 @@ class DatasetArrowWriter(DataSourceArrowWriter):
                 column=missing[0],
             )
         self.condition = _replace_condition(self.options, self.arrow_schema, overwrite)
+        if (
+            options.txn is not None
+            and overwrite
+            and (options.replace_where is not None or options.partition_overwrite_mode == "dynamic")
+        ):
+            from parquetry.errors import InvalidArgument
+
+            # Those commits do not record a transaction: a replay would commit again.
+            raise InvalidArgument(
+                "options 'txnAppId'/'txnVersion' work with mode('append') and a full "
+                "mode('overwrite'), not with 'replaceWhere' or partitionOverwriteMode=dynamic"
+            )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> DatasetWriteMessage:
         from parquetry.dataset import write_files
@@ -197,17 +209,26 @@ class DatasetArrowWriter(DataSourceArrowWriter):
         return [FileDescription.from_json(text) for m in ordered for text in m.files]
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.commit_files(self._files(messages), self.options.txn)
+
+    def commit_files(self, files: list[FileDescription], txn: tuple[str, int] | None) -> bool:
+        """Commit the tasks' ``files``; with ``txn`` (app id, version) a version already
+        recorded commits nothing and deletes them. Whether anything was committed."""
         from parquetry.dataset import Dataset
+        from parquetry.dataset.intents import abandon_files
 
         assert self.options.dataset is not None
-        files = self._files(messages)
         store = self.options.open_store()
+        if txn is not None and _recorded(store, self.options.dataset, txn):
+            abandon_files(store, self.options.dataset, files)
+            return False
         if self.options.save_mode is not None:
-            _commit_new(self.options, store, files, utc_schema(self.arrow_schema))
-            return
+            _commit_new(self.options, store, files, utc_schema(self.arrow_schema), txn)
+            return True
         if self.overwrite and _commit_selective(self.options, self.condition, store, files):
-            return
-        Dataset.commit_files(
+            return True  # no txn here: __init__ refuses txn options for these modes
+        before = _txn_version(store, self.options.dataset, txn)
+        after = Dataset.commit_files(
             store,
             self.options.dataset,
             files,
@@ -219,7 +240,9 @@ class DatasetArrowWriter(DataSourceArrowWriter):
             parameters=write_parameters(self.options, self.overwrite),
             merge_schema=self.options.merge_schema,
             overwrite_schema=self.options.overwrite_schema,
+            txn=txn,
         )
+        return txn is None or after.transactions.get(txn[0]) != before
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         # Files reported by successful tasks are deleted now, then their write intents;
@@ -228,6 +251,21 @@ class DatasetArrowWriter(DataSourceArrowWriter):
 
         assert self.options.dataset is not None
         abandon_files(self.options.open_store(), self.options.dataset, self._files(messages))
+
+
+def _txn_version(store: Any, uuid: str, txn: tuple[str, int] | None) -> int | None:
+    """The version the dataset records for ``txn``'s application (None: none, no dataset)."""
+    from parquetry.dataset import Dataset
+
+    if txn is None or not Dataset.exists(store, uuid):
+        return None
+    return Dataset.open(store, uuid).transactions.get(txn[0])
+
+
+def _recorded(store: Any, uuid: str, txn: tuple[str, int]) -> bool:
+    """Whether the dataset already records ``txn`` (a replayed batch)."""
+    version = _txn_version(store, uuid, txn)
+    return version is not None and txn[1] <= version
 
 
 Condition = tuple[str, Any]  # the option's text, its DNF typed for the DataFrame
@@ -303,7 +341,11 @@ def _commit_selective(
 
 
 def _commit_new(
-    options: SourceOptions, store: Any, files: list[FileDescription], schema: pa.Schema
+    options: SourceOptions,
+    store: Any,
+    files: list[FileDescription],
+    schema: pa.Schema,
+    txn: tuple[str, int] | None = None,
 ) -> None:
     """Save modes error / ignore: create the dataset, or fail / do nothing if it exists."""
     from parquetry.dataset import Dataset
@@ -322,6 +364,7 @@ def _commit_new(
             secondary_indices=options.secondary_indices,
             operation="create",
             parameters=write_parameters(options, False),
+            txn=txn,
         )
     except AlreadyExists:
         abandon_files(store, options.dataset, files)
@@ -362,6 +405,13 @@ class SnapshotArrowWriter(DataSourceArrowWriter):
         return SnapshotWriteMessage(partition_id=partition_id, attempt=attempt, parts=tuple(staged))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.commit_txn(messages, self.options.txn)
+
+    def commit_txn(
+        self, messages: list[WriterCommitMessage | None], txn: tuple[str, int] | None
+    ) -> None:
+        """Switch the snapshot to the tasks' parts; with ``txn`` a version the manifest
+        already records switches nothing (the parts are deleted)."""
         from parquetry.snapshot import StagedPart
 
         ordered = sorted(
@@ -384,6 +434,7 @@ class SnapshotArrowWriter(DataSourceArrowWriter):
             parts,
             overwrite=self.overwrite,
             run_id=self.options.run_id,
+            txn=txn,
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
