@@ -12,16 +12,13 @@ lossless widening only, no widening of partition keys or indexed columns.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from parquetry.dataset.dataset import Dataset
 from parquetry.errors import SchemaMismatch
 
-if TYPE_CHECKING:
-    from parquetry.dataset.dataset import Dataset
-
-__all__ = ["evolved_for_write"]
+__all__ = ["EvolvedDataset", "evolved_for_write", "origin_of"]
 
 
 def evolved_for_write(ds: Dataset, target: pa.Schema) -> Dataset:
@@ -32,7 +29,6 @@ def evolved_for_write(ds: Dataset, target: pa.Schema) -> Dataset:
         SchemaMismatch / InvalidArgument: ``target`` is not such an evolution (as
             :meth:`Dataset.evolve_schema` would refuse it), naming the column.
     """
-    from parquetry.dataset.dataset import Dataset
     from parquetry.dataset.evolution import evolved_schema
 
     if target.equals(ds.schema):
@@ -47,7 +43,23 @@ def evolved_for_write(ds: Dataset, target: pa.Schema) -> Dataset:
     widen = {
         f.name: f.type for f in target if f.name in old.names and f.type != old.field(f.name).type
     }
-    schema = evolved_schema(ds, added, widen)
-    state = ds._state()
-    doc = state.doc.evolve(schema=schema)
-    return Dataset(ds.store, replace(state, doc=doc), decryption=ds._decryption)
+    origin = origin_of(ds)
+    return EvolvedDataset(origin, evolved_schema(origin, added, widen))
+
+
+def origin_of(ds: Dataset) -> Dataset:
+    """The committed dataset an evolved handle stands for (``ds`` itself if not evolved):
+    a commit through an evolved handle diffs its new version against this one, so that
+    the version records the schema change."""
+    return ds.origin if isinstance(ds, EvolvedDataset) else ds
+
+
+class EvolvedDataset(Dataset):
+    """A committed version seen with an evolved schema (not committed): reads cast old
+    files to it, writes use it; :attr:`origin` is the version a commit builds on."""
+
+    def __init__(self, origin: Dataset, schema: pa.Schema) -> None:
+        state = origin._state()
+        doc = state.doc.evolve(schema=schema)
+        super().__init__(origin.store, replace(state, doc=doc), decryption=origin._decryption)
+        self.origin = origin
