@@ -34,7 +34,8 @@ def test_kartothek_reads_a_spark_rewritten_dataset(
     table.delete_where("id < 4")
     table.update_where("id >= 40", set={"customer": "customer + 1000"})
     changes = sample_table(6, seed=17, countries=COUNTRIES, first_id=30)  # ids 30..35
-    table.upsert(spark.createDataFrame(changes), on=["id"])
+    # A pyarrow source: the handle makes it a DataFrame with parquetry's type mapping.
+    table.upsert(changes, on=["id"])
     table.compact(target_file_size=1 << 20)
     got = table.dataset()
     assert [h.operation for h in got.history(limit=4)] == [

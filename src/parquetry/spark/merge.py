@@ -72,7 +72,10 @@ def _source_df(spark: SparkSession, source: Any) -> DataFrame:
     if isinstance(source, DataFrame):
         return source
     if isinstance(source, pa.Table):
-        return spark.createDataFrame(source)
+        from parquetry.spark.types import arrow_to_spark_schema
+
+        # parquetry's type mapping (a naive timestamp stays naive: TimestampNTZ).
+        return spark.createDataFrame(source, schema=arrow_to_spark_schema(source.schema))
     raise InvalidArgument(
         f"upsert source must be a Spark DataFrame or a pyarrow Table, got {type(source).__name__}"
     )

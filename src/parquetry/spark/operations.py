@@ -22,7 +22,16 @@ from parquetry.dataset.rowops import (
     _update_edit,
 )
 from parquetry.dataset.upsertkeys import planned_file
-from parquetry.spark.tableops import TaskEnv, TaskResult, commit_results, dnf_of, run_tasks
+from parquetry.dataset.write import FileDescription
+from parquetry.spark.tableops import (
+    TaskEnv,
+    TaskResult,
+    commit_results,
+    dnf_of,
+    engine_metrics,
+    run_tasks,
+    set_values,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -101,8 +110,6 @@ def delete_where(
     predicates = _as_tuples(dnf)
     env = _env(ds, options, compression)
     results = run_tasks(spark, env, [(label, predicates) for label in read], _delete_task)
-    from parquetry.spark.tableops import engine_metrics
-
     given = {"rows_deleted": dropped_rows, "rows_copied": 0, "files_rewritten": 0}
     metrics = engine_metrics(results, given)
     state = commit_results(
@@ -127,7 +134,6 @@ def update_where(
 ) -> OpOutcome:
     """Set columns of the rows matching ``condition``; ``set`` values checked first."""
     from parquetry.dataset.replace import describe_dnf
-    from parquetry.spark.tableops import engine_metrics, set_values
 
     dnf = _dnf(ds, dnf_of(ds, condition, "update_where"), "update_where")
     checked = _checked_set(ds, set_values(ds, assignments))
@@ -202,8 +208,6 @@ def compact(
     env = _env(ds, options, compression)
     items = [(b, keys, plan.target_file_size) for b in plan.bins]
     results = run_tasks(spark, env, items, _compact_task)
-    from parquetry.dataset.write import FileDescription
-
     outputs = [FileDescription.from_json(f) for r in results for f in r.files]
     params = {"target_file_size": str(plan.target_file_size), "min_files": str(min_files)}
     checked = validate_predicates(dnf, ds.schema) if dnf else None
