@@ -384,11 +384,11 @@ def plan_rewrite(
     )
 
 
-def _schema_after(base: DatasetDocument, schema: pa.Schema) -> pa.Schema:
+def _schema_after(base: DatasetDocument, schema: pa.Schema, merge: bool = False) -> pa.Schema:
     assert base.schema is not None
     if base.schema.equals(schema):
         return schema
-    return fit_concurrent_schema(base, schema, merge=False, what="rewrite")
+    return fit_concurrent_schema(base, schema, merge=merge, what="rewrite")
 
 
 def _gone(base: DatasetDocument, doc: DatasetDocument, removed: Sequence[str]) -> list[str]:
@@ -514,8 +514,14 @@ def _commit(
     max_retries: int | None,
     check_added: CheckAdded | None = None,
 ) -> LoadedState:
-    store, doc = ds.store, ds.document
+    from parquetry.dataset.upsert_evolve import origin_of
+
+    # A handle evolved by merge_schema (upsert_evolve) commits on the version it stands
+    # for, so that the new version records the schema change (merged with a concurrent one).
     schema = ds.schema
+    origin = origin_of(ds)
+    evolving = origin is not ds
+    store, doc = ds.store, origin.document
     remove = frozenset(removed)
     try:
         described = [(f.key, f.size, f.intent) for f in added]
@@ -547,7 +553,7 @@ def _commit(
             parent=number - 1,
             committed_at=now_iso(),
             operation=operation,
-            schema=_schema_after(base, schema),
+            schema=_schema_after(base, schema, merge=evolving),
             add=added,
             remove=remove,
             metadata=metadata,
@@ -565,7 +571,7 @@ def _commit(
             store,
             doc.uuid,
             doc,
-            ds._number,
+            origin._number,
             make,
             max_retries=max_retries,
             pointer_format=fmt,

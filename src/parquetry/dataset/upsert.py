@@ -58,6 +58,7 @@ import pyarrow as pa
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.rewrite import FileEdit, Progress, rewrite_files
+from parquetry.dataset.upsert_evolve import evolved_for_write
 from parquetry.dataset.upsertkeys import (
     DATA_ROW,
     FILE_ROW,
@@ -243,12 +244,8 @@ def _upsert_once(
     keys_on = check_on(ds, on)
     source, target = source_table(ds, data, merge_schema)
     if not target.equals(ds.schema):
-        # The rewrite engine writes and commits the dataset's schema: evolve it first.
-        raise InvalidArgument(
-            f"upsert into {ds.uuid!r} with merge_schema=True would change the schema; "
-            "evolve it first (Dataset.evolve_schema or an append with merge_schema=True), "
-            "then upsert"
-        )
+        # merge_schema: read, write and commit (once, with the files) the evolved schema.
+        ds = evolved_for_write(ds, target)
     keys = key_table(source, keys_on)
     plan, hit = _scan(ds, keys, keys_on, source.num_rows)
     insert = source.filter(pa.array(~hit)) if when_not_matched == "insert" else None
