@@ -4,8 +4,9 @@ A commit is a function ``make(base, number) -> DatasetDocument`` applied to the 
 If another writer created version ``number`` first, the writer rolls forward to the newest
 version and calls ``make`` again; ``make`` raises :class:`CommitConflict` when its change
 overlaps the other commits (e.g. a ``delete_scope`` whose partitions changed). Losing a race
-alone never makes a commit fail (appends always go through): it retries with a short
-jittered backoff, without a fixed limit unless the caller sets ``max_retries``.
+alone never makes a commit fail (appends always go through): it retries without a fixed
+limit unless the caller sets ``max_retries``, taking turns (:mod:`parquetry.dataset.turns`):
+the writer that has waited longest goes next.
 
 Before its commit point a commit holds its write intents (:mod:`parquetry.dataset.intents`),
 has checked that every file it adds exists, and that the incarnation of the dataset it
@@ -24,7 +25,6 @@ commit whose pointer or head update failed is still visible.
 from __future__ import annotations
 
 import datetime as dt
-import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -55,6 +55,7 @@ from parquetry.dataset.pointer import (
     every_commit_bytes,
     pointer_mode,
 )
+from parquetry.dataset.turns import Turn
 from parquetry.dataset.versions import latest_version_number, roll_forward
 from parquetry.errors import (
     AlreadyExists,
@@ -85,19 +86,6 @@ MakeVersion = Callable[[DatasetDocument | None, int], DatasetDocument]
 
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
-
-
-def _backoff(attempt: int, rivals: int, duration: float) -> None:
-    """Sleep so that about one writer attempts per attempt duration.
-
-    ``rivals`` commits landed during our last attempt (of ``duration`` seconds): that many
-    writers compete, so spreading the next attempts over ``rivals * duration`` keeps wasted
-    attempts (each re-reads and rewrites index files) few without idling. Writers that lost
-    often get a narrower window, so they tend to go first (fairness); the window is capped
-    at 1 s so nobody sleeps long.
-    """
-    window = min(1.0, max(rivals, 1) * max(duration, 0.001)) / (1 + attempt // 4)
-    time.sleep(random.uniform(0, window))
 
 
 def _incarnation_of(doc: DatasetDocument | None) -> str:
@@ -206,10 +194,33 @@ def _commit_loop(
     max_retries: int | None,
     claim: Claim | None,
 ) -> tuple[DatasetDocument, dict[str, Any], int, int, int]:
-    """(document, entry body, its size, version number, races lost) of the commit."""
+    """(document, entry body, its size, version number, races lost) of the commit (at
+    least 1 when it took turns)."""
     check_incarnation(store, uuid, base, number)
+    turn = Turn(store, uuid)
+    try:
+        return _attempts(store, uuid, base, number, make, max_retries, claim, turn)
+    except Exception:
+        turn.release()
+        raise
+
+
+def _attempts(
+    store: Store,
+    uuid: str,
+    base: DatasetDocument | None,
+    number: int,
+    make: MakeVersion,
+    max_retries: int | None,
+    claim: Claim | None,
+    turn: Turn,
+) -> tuple[DatasetDocument, dict[str, Any], int, int, int]:
     attempt = 0
     while True:
+        # A writer that lost a race takes turns: it waits while a writer that started
+        # before it holds the next number, then claims it (turns.py: advisory, bounded).
+        while turn.check(number + 1):
+            base, number = _roll_forward_same(store, uuid, base, number)
         started = time.perf_counter()
         doc = make(base, number + 1)
         if claim is not None:
@@ -221,6 +232,11 @@ def _commit_loop(
             doc = doc.evolve(lineage=lineage)
         body = entry_of(base, doc, store)
         data = encode_entry(body)
+        if turn.check(number + 1):
+            # An older writer claimed the number while this one built its entry.
+            turn.contended(time.perf_counter() - started)
+            base, number = _roll_forward_same(store, uuid, base, number)
+            continue
         try:
             store.put(version_key(uuid, number + 1), data, mode=PutMode.CREATE)
         except AlreadyExists:
@@ -231,21 +247,13 @@ def _commit_loop(
                     f"{attempt} times in a row; giving up after {max_retries} retries",
                     key=version_key(uuid, number + 1),
                 ) from None
-            lost_at = number
+            turn.contended(time.perf_counter() - started)
             base, number = _roll_forward_same(store, uuid, base, number)
-            took = time.perf_counter() - started
-            _backoff(attempt, number - lost_at, took)
-            for _ in range(3):
-                # Sense before trying: if commits landed while we slept, an attempt now would
-                # build on a stale base and lose (a wasted index rewrite); one GET tells.
-                seen = number
-                base, number = _roll_forward_same(store, uuid, base, number)
-                if number == seen:
-                    break
-                _backoff(attempt, number - seen, took)
             continue
         _check_after_commit(store, uuid, doc, number + 1)
-        return doc, body, len(data), number + 1, attempt
+        # A writer taking turns is contended even when it lost no race this time: the
+        # writers waiting for it are about to commit and publish the pointer after it.
+        return doc, body, len(data), number + 1, attempt or int(turn.waiting)
 
 
 def _check_after_commit(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:
