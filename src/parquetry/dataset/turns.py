@@ -74,38 +74,51 @@ class Turn:
     def hold(self) -> float:
         return min(HOLD_MAX_S, max(HOLD_MIN_S, 10 * self.attempt_s))
 
-    def _read(self) -> tuple[tuple[int, str, float] | None, str | None]:
-        """(the claim, its version token); (None, None) when there is none. The HEAD comes
-        first: a claim replaced between the two requests fails the compare-and-swap."""
+    def _read(self, with_version: bool) -> tuple[tuple[int, str, float] | None, str | None]:
+        """(the claim, its version token if ``with_version``); (None, None) when there is
+        none. The HEAD comes first: a claim replaced between the two requests fails the
+        compare-and-swap. A garbled claim (or a failed read) is (None, ""): replaceable."""
         try:
-            version = self.store.head(self.key).version
+            version = self.store.head(self.key).version if with_version else ""
             raw = json.loads(self.store.get(self.key))
             return (int(raw["number"]), str(raw["owner"]), float(raw["since"])), version
         except NotFound:
             return None, None
         except (ParquetryError, ValueError, TypeError, KeyError, AttributeError):
-            return None, ""  # garbled (or the read failed): replaceable, not creatable
+            return None, ""
+
+    def _decide(self, found: tuple[int, str, float] | None, number: int) -> str | None:
+        if found is not None and found[0] > number:
+            # Never replace the claim of a writer that is ahead with one on a taken number
+            # (a claim far ahead of every version is garbage: replace it).
+            return "behind" if self._exists(number) else None
+        if found is not None and found[0] == number:
+            n, owner, since = found
+            if owner == self.owner:
+                return "go"
+            if (since, owner) < (self.since, self.owner):
+                first = self._seen.setdefault((owner, n), time.monotonic())
+                if time.monotonic() - first < self.hold():
+                    return "wait"
+        return None  # claim it
 
     def _older_holds(self, number: int) -> str:
         """``"go"``: this writer may attempt ``number`` (a waiter has claimed it: a
         compare-and-swap that replaces only a younger writer's claim or a stale one, so
         racing claims converge to the oldest waiter); ``"wait"``: an older writer holds it;
-        ``"behind"``: a claim on a later number, and version ``number`` exists."""
+        ``"behind"``: a claim on a later number, and version ``number`` exists.
+
+        One GET when the claim decides (the usual case while waiting or holding it); a
+        HEAD, a GET and a PUT to claim."""
+        found, _ = self._read(with_version=False)
+        decided = self._decide(found, number)
+        if decided is not None:
+            return decided
         for _ in range(4):
-            found, version = self._read()
-            if found is not None and found[0] > number:
-                # Never replace the claim of a writer that is ahead with one on a taken
-                # number (a claim far ahead of every version is garbage: replace it).
-                if self._exists(number):
-                    return "behind"
-            elif found is not None and found[0] == number:
-                n, owner, since = found
-                if owner == self.owner:
-                    return "go"
-                if (since, owner) < (self.since, self.owner):
-                    first = self._seen.setdefault((owner, n), time.monotonic())
-                    if time.monotonic() - first < self.hold():
-                        return "wait"
+            found, version = self._read(with_version=True)
+            decided = self._decide(found, number)
+            if decided is not None:
+                return decided
             body = json.dumps({"number": number, "owner": self.owner, "since": self.since})
             try:
                 if version is None:
@@ -144,7 +157,7 @@ class Turn:
             return True
         self.contended()
         started = time.monotonic()
-        pace = min(0.05, max(0.002, self.attempt_s / 4))
+        pace = min(0.25, max(0.002, self.attempt_s / 4))
         while time.monotonic() - started < self.hold():
             sleep(random.uniform(0.5, 1.5) * pace)
             if self._exists(number):
@@ -156,7 +169,7 @@ class Turn:
         gives the turn back, so others need not wait for the hold to run out."""
         if self.claimed is None:
             return
-        found, _ = self._read()
+        found, _ = self._read(with_version=False)
         if found is not None and found[1] == self.owner:
             with contextlib.suppress(ParquetryError):
                 self.store.delete(self.key, missing_ok=True)
