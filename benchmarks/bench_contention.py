@@ -78,20 +78,23 @@ def _profiled(store: Any) -> tuple[Any, dict[str, float]]:
 
     counting = CountingStore(store)
     slept = {"sleep_s": 0.0, "sleeps": 0.0}
-    # The waits of the commit loop: turns' sleep (older code: ``commit._backoff``).
-    try:
-        module, name = importlib.import_module("parquetry.dataset.turns"), "sleep"
-    except ImportError:
-        module, name = importlib.import_module("parquetry.dataset.commit"), "_backoff"
-    wait = getattr(module, name)
+    # The waits of the commit loop: turns' sleep and the random backoff of writers that do
+    # not take turns (older code: only ``commit._backoff``).
+    hooks = [("parquetry.dataset.turns", "sleep"), ("parquetry.dataset.commit", "_backoff")]
+    for module_name, name in hooks:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        wait = getattr(module, name)
 
-    def timed(*args: Any, **kwargs: Any) -> None:
-        t0 = time.perf_counter()
-        wait(*args, **kwargs)
-        slept["sleep_s"] += time.perf_counter() - t0
-        slept["sleeps"] += 1
+        def timed(*args: Any, _wait: Any = wait, **kwargs: Any) -> None:
+            t0 = time.perf_counter()
+            _wait(*args, **kwargs)
+            slept["sleep_s"] += time.perf_counter() - t0
+            slept["sleeps"] += 1
 
-    setattr(module, name, timed)
+        setattr(module, name, timed)
     return counting, slept
 
 

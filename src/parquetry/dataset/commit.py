@@ -25,6 +25,7 @@ commit whose pointer or head update failed is still visible.
 from __future__ import annotations
 
 import datetime as dt
+import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -86,6 +87,18 @@ MakeVersion = Callable[[DatasetDocument | None, int], DatasetDocument]
 
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
+
+
+def _backoff(attempt: int, rivals: int, duration: float) -> None:
+    """Sleep so that about one writer attempts per attempt duration (writers that do not
+    take turns: their attempts are slow, see :data:`turns.TURN_MAX_ATTEMPT_S`).
+
+    ``rivals`` commits landed during our last attempt (of ``duration`` seconds): spreading
+    the next attempts over ``rivals * duration`` keeps wasted attempts few without idling.
+    Writers that lost often get a narrower window; the window is capped at 1 s.
+    """
+    window = min(1.0, max(rivals, 1) * max(duration, 0.001)) / (1 + attempt // 4)
+    time.sleep(random.uniform(0, window))
 
 
 def _incarnation_of(doc: DatasetDocument | None) -> str:
@@ -247,13 +260,38 @@ def _attempts(
                     f"{attempt} times in a row; giving up after {max_retries} retries",
                     key=version_key(uuid, number + 1),
                 ) from None
-            turn.contended(time.perf_counter() - started)
+            took = time.perf_counter() - started
+            turn.contended(took)
+            lost_at = number
             base, number = _roll_forward_same(store, uuid, base, number)
+            if not turn.active:
+                base, number = _back_off(store, uuid, base, number, attempt, number - lost_at, took)
             continue
         _check_after_commit(store, uuid, doc, number + 1)
         # A writer taking turns is contended even when it lost no race this time: the
         # writers waiting for it are about to commit and publish the pointer after it.
         return doc, body, len(data), number + 1, attempt or int(turn.waiting)
+
+
+def _back_off(
+    store: Store,
+    uuid: str,
+    base: DatasetDocument | None,
+    number: int,
+    attempt: int,
+    rivals: int,
+    took: float,
+) -> tuple[DatasetDocument | None, int]:
+    """Back off at random, then sense before trying: if commits landed while we slept, an
+    attempt now would build on a stale base and lose (one GET tells); up to 3 times."""
+    _backoff(attempt, rivals, took)
+    for _ in range(3):
+        seen = number
+        base, number = _roll_forward_same(store, uuid, base, number)
+        if number == seen:
+            break
+        _backoff(attempt, number - seen, took)
+    return base, number
 
 
 def _check_after_commit(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:
