@@ -163,6 +163,24 @@ def test_a_younger_claim_is_replaced_and_a_claim_ahead_is_kept() -> None:
     assert not store.exists(turn_key(UUID))
 
 
+def test_a_writer_waits_for_turns_only_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claims that keep changing (claimants losing to writers that do not take turns) delay
+    a commit by at most WAIT_BUDGET_S in all, then it goes without waiting."""
+    monkeypatch.setattr(turns, "WAIT_BUDGET_S", 0.3)
+    monkeypatch.setattr(turns, "HOLD_MIN_S", 0.2)
+    store = MemoryStore()
+    _create(store)
+    young = Turn(store, UUID)
+    young.waiting, young.attempt_s = True, 0.0
+    waits = 0
+    for number in range(1, 10):
+        _claim(store, number, f"older-{number}", 0.0)
+        waits += young.check(number)
+    assert waits == 2  # 0.2 s each: the budget of 0.3 s is used up after the second
+    assert young.check(10) is False
+    assert not young.active
+
+
 @settings(max_examples=40, deadline=None)
 @given(ages=st.lists(st.floats(0, 100, allow_nan=False), min_size=1, max_size=6, unique=True))
 def test_racing_claims_converge_to_the_oldest_waiter(ages: list[float]) -> None:

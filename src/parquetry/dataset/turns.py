@@ -34,13 +34,24 @@ from parquetry.dataset.naming import turn_key, version_key
 from parquetry.errors import AlreadyExists, NotFound, ParquetryError, PreconditionFailed
 from parquetry.store import PutMode, Store
 
-__all__ = ["CONTENDED_S", "HOLD_MAX_S", "HOLD_MIN_S", "TURN_MAX_ATTEMPT_S", "Turn", "sleep"]
+__all__ = [
+    "CONTENDED_S",
+    "HOLD_MAX_S",
+    "HOLD_MIN_S",
+    "TURN_MAX_ATTEMPT_S",
+    "WAIT_BUDGET_S",
+    "Turn",
+    "sleep",
+]
 
 #: How long a process keeps checking turns on a dataset after it last saw contention there.
 CONTENDED_S = 30.0
 #: Bounds of how long a claim is respected (10 attempt durations of the waiting writer).
 HOLD_MIN_S = 0.5
 HOLD_MAX_S = 2.0
+#: A commit waits for others' turns at most this long in all; then it only claims (a bound
+#: whatever the claims do, e.g. claimants that keep losing to writers not taking turns).
+WAIT_BUDGET_S = 2 * HOLD_MAX_S
 #: Writers whose attempts take longer than this do not take turns (a claim could not be
 #: respected for 10 attempts within HOLD_MAX_S): they back off at random as before. Measured
 #: on S3 (moto, loaded machine), turns doubled the requests per commit and the tail.
@@ -65,6 +76,7 @@ class Turn:
         self.owner = secrets.token_hex(8)
         self.since = time.time()
         self.claimed: int | None = None
+        self.waited = 0.0  # seconds this commit waited for others' turns
         self._seen: dict[tuple[str, int], float] = {}  # claim -> when first respected
         seen, self.attempt_s = _contended.get((store.url, uuid), (-math.inf, 0.02))
         self.waiting = time.monotonic() - seen < CONTENDED_S
@@ -79,8 +91,11 @@ class Turn:
 
     @property
     def active(self) -> bool:
-        """Whether this writer takes turns (it is contended, and its attempts are quick)."""
-        return self.waiting and self.attempt_s <= TURN_MAX_ATTEMPT_S
+        """Whether this writer takes turns (it is contended, its attempts are quick, and it
+        has not used up its wait budget)."""
+        return (
+            self.waiting and self.attempt_s <= TURN_MAX_ATTEMPT_S and self.waited < WAIT_BUDGET_S
+        )
 
     def hold(self) -> float:
         return min(HOLD_MAX_S, max(HOLD_MIN_S, 10 * self.attempt_s))
@@ -173,6 +188,7 @@ class Turn:
             sleep(random.uniform(0.5, 1.5) * pace)
             if self._exists(number):
                 break
+        self.waited += time.monotonic() - started
         return True
 
     def release(self) -> None:
