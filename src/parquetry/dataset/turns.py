@@ -93,9 +93,7 @@ class Turn:
     def active(self) -> bool:
         """Whether this writer takes turns (it is contended, its attempts are quick, and it
         has not used up its wait budget)."""
-        return (
-            self.waiting and self.attempt_s <= TURN_MAX_ATTEMPT_S and self.waited < WAIT_BUDGET_S
-        )
+        return self.waiting and self.attempt_s <= TURN_MAX_ATTEMPT_S and self.waited < WAIT_BUDGET_S
 
     def hold(self) -> float:
         return min(HOLD_MAX_S, max(HOLD_MIN_S, 10 * self.attempt_s))
