@@ -58,6 +58,7 @@ def _kind(key: str) -> str:
         ("/_versions/", "entry"),
         ("/_pending/", "pending"),
         ("/_head.json", "head"),
+        ("/_turn.json", "turn"),
         ("/_intents/", "intent"),
         ("/_checkpoints/", "checkpoint"),
         ("/_segments/", "segment"),
@@ -71,20 +72,29 @@ def _kind(key: str) -> str:
 
 def _profiled(store: Any) -> tuple[Any, dict[str, float]]:
     """``store`` counting requests, and the commit loop's sleeps measured (``--profile``)."""
-    import parquetry.dataset.commit as commit_module
+    import importlib
+
     from parquetry.testing.stores import CountingStore
 
     counting = CountingStore(store)
     slept = {"sleep_s": 0.0, "sleeps": 0.0}
-    backoff = commit_module._backoff
+    # The waits of the commit loop: turns' sleep and the random backoff of writers that do
+    # not take turns (older code: only ``commit._backoff``).
+    hooks = [("parquetry.dataset.turns", "sleep"), ("parquetry.dataset.commit", "_backoff")]
+    for module_name, name in hooks:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        wait = getattr(module, name)
 
-    def timed(*args: Any, **kwargs: Any) -> None:
-        t0 = time.perf_counter()
-        backoff(*args, **kwargs)
-        slept["sleep_s"] += time.perf_counter() - t0
-        slept["sleeps"] += 1
+        def timed(*args: Any, _wait: Any = wait, **kwargs: Any) -> None:
+            t0 = time.perf_counter()
+            _wait(*args, **kwargs)
+            slept["sleep_s"] += time.perf_counter() - t0
+            slept["sleeps"] += 1
 
-    commit_module._backoff = timed  # type: ignore[assignment]
+        setattr(module, name, timed)
     return counting, slept
 
 

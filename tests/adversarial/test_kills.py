@@ -18,7 +18,7 @@ from adversarial.harness.kill import KillResult, kill_once, random_kills, sweep_
 from adversarial.harness.killstore import read_trace
 from adversarial.harness.targets import TargetFactory
 
-WORKLOADS = ["append", "update", "snapshot", "gc", "cli-repair"]
+WORKLOADS = ["append", "append-turns", "update", "snapshot", "gc", "cli-repair"]
 STORES = ["local", pytest.param("s3", marks=pytest.mark.s3)]
 
 

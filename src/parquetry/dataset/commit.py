@@ -4,8 +4,9 @@ A commit is a function ``make(base, number) -> DatasetDocument`` applied to the 
 If another writer created version ``number`` first, the writer rolls forward to the newest
 version and calls ``make`` again; ``make`` raises :class:`CommitConflict` when its change
 overlaps the other commits (e.g. a ``delete_scope`` whose partitions changed). Losing a race
-alone never makes a commit fail (appends always go through): it retries with a short
-jittered backoff, without a fixed limit unless the caller sets ``max_retries``.
+alone never makes a commit fail (appends always go through): it retries without a fixed
+limit unless the caller sets ``max_retries``, taking turns (:mod:`parquetry.dataset.turns`):
+the writer that has waited longest goes next.
 
 Before its commit point a commit holds its write intents (:mod:`parquetry.dataset.intents`),
 has checked that every file it adds exists, and that the incarnation of the dataset it
@@ -55,6 +56,7 @@ from parquetry.dataset.pointer import (
     every_commit_bytes,
     pointer_mode,
 )
+from parquetry.dataset.turns import Turn
 from parquetry.dataset.txns import Txn, applied, replayed, with_txn
 from parquetry.dataset.versions import latest_version_number, roll_forward
 from parquetry.errors import (
@@ -89,13 +91,12 @@ def now_iso() -> str:
 
 
 def _backoff(attempt: int, rivals: int, duration: float) -> None:
-    """Sleep so that about one writer attempts per attempt duration.
+    """Sleep so that about one writer attempts per attempt duration (writers that do not
+    take turns: their attempts are slow, see :data:`turns.TURN_MAX_ATTEMPT_S`).
 
-    ``rivals`` commits landed during our last attempt (of ``duration`` seconds): that many
-    writers compete, so spreading the next attempts over ``rivals * duration`` keeps wasted
-    attempts (each re-reads and rewrites index files) few without idling. Writers that lost
-    often get a narrower window, so they tend to go first (fairness); the window is capped
-    at 1 s so nobody sleeps long.
+    ``rivals`` commits landed during our last attempt (of ``duration`` seconds): spreading
+    the next attempts over ``rivals * duration`` keeps wasted attempts few without idling.
+    Writers that lost often get a narrower window; the window is capped at 1 s.
     """
     window = min(1.0, max(rivals, 1) * max(duration, 0.001)) / (1 + attempt // 4)
     time.sleep(random.uniform(0, window))
@@ -211,10 +212,34 @@ def _commit_loop(
     claim: Claim | None,
     txn: Txn | None = None,
 ) -> tuple[DatasetDocument, dict[str, Any], int, int, int]:
-    """(document, entry body, its size, version number, races lost) of the commit."""
+    """(document, entry body, its size, version number, races lost) of the commit (at
+    least 1 when it took turns)."""
     check_incarnation(store, uuid, base, number)
+    turn = Turn(store, uuid)
+    try:
+        return _attempts(store, uuid, base, number, make, max_retries, claim, turn, txn)
+    except Exception:
+        turn.release()
+        raise
+
+
+def _attempts(
+    store: Store,
+    uuid: str,
+    base: DatasetDocument | None,
+    number: int,
+    make: MakeVersion,
+    max_retries: int | None,
+    claim: Claim | None,
+    turn: Turn,
+    txn: Txn | None,
+) -> tuple[DatasetDocument, dict[str, Any], int, int, int]:
     attempt = 0
     while True:
+        # A writer that lost a race takes turns: it waits while a writer that started
+        # before it holds the next number, then claims it (turns.py: advisory, bounded).
+        while turn.check(number + 1):
+            base, number = _roll_forward_same(store, uuid, base, number)
         started = time.perf_counter()
         if applied(base, txn):
             # Checked on each attempt's base: of two racing replays, one commits.
@@ -231,6 +256,11 @@ def _commit_loop(
             doc = doc.evolve(lineage=lineage)
         body = entry_of(base, doc, store)
         data = encode_entry(body)
+        if turn.check(number + 1):
+            # An older writer claimed the number while this one built its entry.
+            turn.contended(time.perf_counter() - started)
+            base, number = _roll_forward_same(store, uuid, base, number)
+            continue
         try:
             store.put(version_key(uuid, number + 1), data, mode=PutMode.CREATE)
         except AlreadyExists:
@@ -241,21 +271,38 @@ def _commit_loop(
                     f"{attempt} times in a row; giving up after {max_retries} retries",
                     key=version_key(uuid, number + 1),
                 ) from None
+            took = time.perf_counter() - started
+            turn.contended(took)
             lost_at = number
             base, number = _roll_forward_same(store, uuid, base, number)
-            took = time.perf_counter() - started
-            _backoff(attempt, number - lost_at, took)
-            for _ in range(3):
-                # Sense before trying: if commits landed while we slept, an attempt now would
-                # build on a stale base and lose (a wasted index rewrite); one GET tells.
-                seen = number
-                base, number = _roll_forward_same(store, uuid, base, number)
-                if number == seen:
-                    break
-                _backoff(attempt, number - seen, took)
+            if not turn.active:
+                base, number = _back_off(store, uuid, base, number, attempt, number - lost_at, took)
             continue
         _check_after_commit(store, uuid, doc, number + 1)
-        return doc, body, len(data), number + 1, attempt
+        # A writer taking turns is contended even when it lost no race this time: the
+        # writers waiting for it are about to commit and publish the pointer after it.
+        return doc, body, len(data), number + 1, attempt or int(turn.waiting)
+
+
+def _back_off(
+    store: Store,
+    uuid: str,
+    base: DatasetDocument | None,
+    number: int,
+    attempt: int,
+    rivals: int,
+    took: float,
+) -> tuple[DatasetDocument | None, int]:
+    """Back off at random, then sense before trying: if commits landed while we slept, an
+    attempt now would build on a stale base and lose (one GET tells); up to 3 times."""
+    _backoff(attempt, rivals, took)
+    for _ in range(3):
+        seen = number
+        base, number = _roll_forward_same(store, uuid, base, number)
+        if number == seen:
+            break
+        _backoff(attempt, number - seen, took)
+    return base, number
 
 
 def _check_after_commit(store: Store, uuid: str, doc: DatasetDocument, number: int) -> None:

@@ -8,6 +8,7 @@ Layout (kartothek format v4 plus parquetry's version documents)::
     <uuid>/indices/<column>/<timestamp>.by-dataset-index.parquet
     <uuid>/_versions/<n>.json                            immutable version entries (ours)
     <uuid>/_head.json                                    newest version + entries since (ours)
+    <uuid>/_turn.json                                    advisory claim of the next commit (ours)
     <uuid>/_checkpoints/<n>.json                         checkpoint roots (ours)
     <uuid>/_segments/<id>.msgpack.zst                    file entries of checkpoints (ours)
     <uuid>/_versions/incarnation-<id>                    marks a live incarnation (ours)
@@ -104,6 +105,11 @@ def is_incarnation_key(key: str) -> bool:
 def head_key(uuid: str) -> str:
     """Format 2's head: the newest version, its checkpoint and the entries since."""
     return f"{uuid}/_head.json"
+
+
+def turn_key(uuid: str) -> str:
+    """Which contended writer commits next (advisory: :mod:`parquetry.dataset.turns`)."""
+    return f"{uuid}/_turn.json"
 
 
 def checkpoints_prefix(uuid: str) -> str:

@@ -246,6 +246,16 @@ def _gc_or_append(store: Store, _t: StoreTarget, _w: Any, log: AckLog, i: int) -
         op_append(store, log, 0, i)
 
 
+def _append_taking_turns(store: Store, _t: StoreTarget, _w: Any, log: AckLog, i: int) -> None:
+    # As a process that lost a race here a moment ago: the append claims the turn (one more
+    # mutating request, killed before and after like every other; the checks then write
+    # beside the claim a killed writer left).
+    from parquetry.dataset.turns import Turn
+
+    Turn(store, DATASET).contended(0.001)
+    op_append(store, log, 0, i)
+
+
 def _cli_repair(store: Store, target: StoreTarget, wrap: Any, log: AckLog, i: int) -> None:
     op_cli_repair(target, wrap, log, (SNAPSHOT, DATASET)[i % 2], i)
 
@@ -257,6 +267,13 @@ WORKLOADS: dict[str, Workload] = {
             "append",
             setup_dataset,
             lambda s, _t, _w, log, i: op_append(s, log, 0, i),
+            dataset=True,
+            snapshot=False,
+        ),
+        Workload(
+            "append-turns",
+            setup_dataset,
+            _append_taking_turns,
             dataset=True,
             snapshot=False,
         ),
