@@ -86,8 +86,26 @@ def demo(
             help="Where to build the lake: a directory or an object-store URL.",
         ),
     ] = "./demo-lake",
+    streaming: Annotated[
+        bool,
+        typer.Option(
+            "--streaming",
+            help="Instead: stream files into an indexed dataset, kill the Spark driver "
+            "midway, restart it from its checkpoint and check every row is there once.",
+        ),
+    ] = False,
+    batches: Annotated[
+        int, typer.Option("--batches", min=4, help="--streaming: input files (micro-batches).")
+    ] = 12,
 ) -> None:
-    """Run the end-to-end Spark pipeline: write, append, query, aggregate, inspect."""
+    """Run the end-to-end Spark pipeline: write, append, query, aggregate, inspect.
+
+    With --streaming: a Structured Streaming job into a partitioned, indexed dataset,
+    queried while it grows, killed (SIGKILL) and restarted, with the row count still exact.
+    """
+    if streaming:
+        _streaming_demo(store, batches, rows)
+        return
     from parquetry.demo import run_demo  # type: ignore[import-untyped,unused-ignore]
 
     with progress("demo", total=None) as bar:
@@ -96,6 +114,23 @@ def demo(
             bar.update(description=str(message))
 
         run_demo(rows=rows, store_url=store, progress=report, out=typer.echo)
+
+
+def _streaming_demo(store: str, batches: int, rows: int) -> None:
+    from pathlib import Path
+
+    from parquetry.demo_stream import run_streaming_demo
+
+    lake = Path(store).resolve() if "://" not in store else None
+    url = lake.as_uri() if lake is not None else store
+    # The file source and the checkpoint live on local disk beside the lake.
+    work = (lake.parent if lake is not None else Path.cwd()) / "demo-stream-work"
+    per_batch = max(1, min(rows, 60_000) // batches)
+    result = run_streaming_demo(
+        store_url=url, work=work, batches=batches, rows=per_batch, out=typer.echo
+    )
+    if not result.rows == result.distinct_ids == result.expected:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
