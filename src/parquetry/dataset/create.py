@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from parquetry.dataset.commit import committed_keys, finish_commit, now_iso
+from parquetry.dataset.commit import committed_keys, now_iso
 from parquetry.dataset.entry import encode_entry, entry_of
 from parquetry.dataset.format2 import read_version, version_info
 from parquetry.dataset.head import Lineage
@@ -18,6 +18,7 @@ from parquetry.dataset.intents import claim_for_commit
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.naming import common_metadata_key, incarnation_key, version_key
 from parquetry.dataset.ops import apply_change
+from parquetry.dataset.publish import finish_commit
 from parquetry.dataset.schema import common_metadata_bytes
 from parquetry.dataset.versions import LoadedState
 from parquetry.dataset.write import Batches, FileDescription

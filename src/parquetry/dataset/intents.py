@@ -19,24 +19,26 @@ plus ``retention`` plus :data:`CLOCK_SKEW`, so a commit never references a reape
 clocks disagree by less than :data:`CLOCK_SKEW`. After the commit the intent is deleted.
 A commit in the process that wrote an intent less than half a lease ago takes it over
 without a request: that write proved the intent live, and GC cannot reap it sooner.
+
+The intent object's content, reading it and GC's reaping are in
+:mod:`parquetry.dataset.intentstate` (re-exported here); this module holds the writers'
+and the commits' side.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import threading
 import uuid as uuid_module
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parquetry.dataset.naming import intent_key, intents_prefix
+from parquetry.dataset.intentstate import CLOCK_SKEW, IntentState, list_intents, read_intent, reap
+from parquetry.dataset.naming import intent_key
 from parquetry.errors import (
-    AlreadyExists,
     IntentExpired,
-    MetadataCorrupted,
     NotFound,
     ParquetryError,
     PreconditionFailed,
@@ -62,9 +64,6 @@ __all__ = [
 #: How long an intent protects its files without renewal. Writes renew it as they go, and
 #: GC additionally waits ``retention`` after the lease ends.
 DEFAULT_LEASE = dt.timedelta(minutes=10)
-#: Clock disagreement between writers and GC that the protocol tolerates.
-CLOCK_SKEW = dt.timedelta(seconds=60)
-_FORMAT = "parquetry_intent"
 
 
 def _now() -> dt.datetime:
@@ -76,70 +75,6 @@ def _now() -> dt.datetime:
 # (a Spark driver) reads them.
 _LOCAL: dict[str, tuple[str | None, tuple[str, ...], dt.datetime]] = {}
 _LOCAL_LOCK = threading.Lock()
-
-
-def _parse_time(text: str) -> dt.datetime:
-    value = dt.datetime.fromisoformat(text)
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IntentState:
-    """The content of one intent object."""
-
-    id: str
-    uuid: str
-    state: str  # "open" | "committing" | "reaped"
-    expires_at: dt.datetime
-    keys: tuple[str, ...]
-
-    def to_bytes(self) -> bytes:
-        doc = {
-            _FORMAT: 1,
-            "id": self.id,
-            "uuid": self.uuid,
-            "state": self.state,
-            "expires_at": self.expires_at.isoformat(),
-            "keys": list(self.keys),
-        }
-        return json.dumps(doc, separators=(",", ":")).encode()
-
-    @classmethod
-    def from_bytes(cls, data: bytes, key: str) -> IntentState:
-        try:
-            doc = json.loads(data)
-            if not isinstance(doc, dict) or doc.get(_FORMAT) != 1:
-                raise ValueError("not a parquetry intent (format 1)")
-            keys = doc["keys"]
-            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-                raise ValueError("keys must be a list of strings")
-            state = doc["state"]
-            if state not in ("open", "committing", "reaped"):
-                raise ValueError(f"unknown state {state!r}")
-            return cls(
-                id=str(doc["id"]),
-                uuid=str(doc["uuid"]),
-                state=state,
-                expires_at=_parse_time(str(doc["expires_at"])),
-                keys=tuple(keys),
-            )
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise MetadataCorrupted(f"write intent {key} is invalid: {exc}", key=key) from None
-
-    def reapable(self, now: dt.datetime, retention: dt.timedelta) -> bool:
-        """Whether GC may reap this intent at ``now`` (its lease ended long enough ago)."""
-        return self.state == "reaped" or self.expires_at + retention + CLOCK_SKEW < now
-
-
-def read_intent(store: Store, uuid: str, intent: str) -> tuple[IntentState, str | None]:
-    """An intent and its object version, read in the order that makes a later CAS safe.
-
-    The version is read *before* the content: if the object changes in between, the CAS
-    on the older version fails instead of overwriting the newer content.
-    """
-    key = intent_key(uuid, intent)
-    meta = store.head(key)
-    return IntentState.from_bytes(store.get(key), key), meta.version
 
 
 class Intent:
@@ -375,30 +310,3 @@ def claim_for_commit(
     if verify:
         store.map_concurrent(check, files, max_workers=16)
     return claim, IntentRecordingStore(store, claim)
-
-
-def list_intents(store: Store, uuid: str) -> list[ObjectMeta]:
-    return [m for m in store.list(intents_prefix(uuid)) if m.key.endswith(".json")]
-
-
-def reap(
-    store: Store, uuid: str, key: str, now: dt.datetime, retention: dt.timedelta
-) -> tuple[IntentState | None, bool]:
-    """(state, or None if gone or unreadable; whether it is reaped now, by us or before)."""
-    intent = key.rsplit("/", 1)[-1].removesuffix(".json")
-    try:
-        state, version = read_intent(store, uuid, intent)
-    except (NotFound, MetadataCorrupted):
-        return None, False
-    if state.state == "reaped":
-        return state, True
-    if not state.reapable(now, retention) or version is None:
-        return state, False
-    reaped = IntentState(
-        id=state.id, uuid=uuid, state="reaped", expires_at=state.expires_at, keys=state.keys
-    )
-    try:
-        store.put(key, reaped.to_bytes(), mode=PutMode.UPDATE, expected_version=version)
-    except (PreconditionFailed, NotFound, AlreadyExists):
-        return state, False  # renewed or claimed meanwhile: the writer won
-    return reaped, True

@@ -13,7 +13,7 @@ so rewriting it after every commit costs O(table) per commit. The per-dataset se
   (the pointer then costs at most that budget, 24 KiB, per commit, amortised);
 - ``manual``: only ``checkpoint`` (``Dataset.checkpoint()``, ``parquetry checkpoint``).
 
-The commit (``commit.finish_commit``) asks :func:`commit_writes_pointer`; the head keeps
+The commit (``publish.finish_commit``) asks :func:`commit_writes_pointer`; the head keeps
 the bookkeeping of the last pointer write (version shown, size, etag, effective mode,
 :func:`effective_mode`). kartothek's writes and ``checkpoint``:
 :mod:`parquetry.dataset.kartothek_sync`.

@@ -7,8 +7,8 @@ commit by rolling forward; repairing makes kartothek and plain pointer readers s
 
 from __future__ import annotations
 
-from parquetry.dataset.commit import publish_pointer
 from parquetry.dataset.metadata import DatasetDocument
+from parquetry.dataset.publish import publish_pointer
 from parquetry.dataset.versions import (
     latest_version_number,
     load_latest,

@@ -9,19 +9,20 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from parquetry.errors import (
-    AlreadyExists,
-    CapabilityNotSupported,
-    InvalidArgument,
-    ManifestCorrupted,
-    NotFound,
-)
+from parquetry.errors import InvalidArgument, NotFound
 from parquetry.parquet.options import WriteOptions
 from parquetry.snapshot import commit, layout, maintain
 from parquetry.snapshot.direct import can_stage, settle_direct, write_direct
 from parquetry.snapshot.inputs import as_arrow_input
 from parquetry.snapshot.journal import SwitchJournal
 from parquetry.snapshot.manifest import DatasetManifest, StagedPart
+from parquetry.snapshot.preconditions import (
+    DIRECT_CAPS,
+    WRITE_CAPS,
+    refuse_existing,
+    require_write,
+    txns_after,
+)
 from parquetry.snapshot.reader import parse_manifest, read_snapshot
 from parquetry.snapshot.stage import PartStager
 from parquetry.snapshot.validate import (
@@ -35,10 +36,6 @@ from parquetry.snapshot.validate import (
 from parquetry.store.base import Capability, Store
 
 __all__ = ["ParquetDatasetStore"]
-
-_WRITE_CAPS = (Capability.READ, Capability.WRITE, Capability.DELETE, Capability.LIST)
-# A direct write (no staging) still checks what exists and writes objects.
-_DIRECT_CAPS = (Capability.READ, Capability.WRITE)
 
 
 class ParquetDatasetStore:
@@ -143,7 +140,7 @@ class ParquetDatasetStore:
             AlreadyExists: the dataset exists and ``overwrite`` is false.
         """
         direct = not overwrite and not can_stage(self._store)
-        self._require_write(key, overwrite=overwrite, staging=not direct)
+        require_write(self._store, key, overwrite=overwrite, staging=not direct)
         layout.check_dataset_key(key)
         check_run_id(run_id)
         check_metadata(metadata)
@@ -162,7 +159,7 @@ class ParquetDatasetStore:
                 metadata=metadata,
             )
         self._settle(key)
-        self._refuse_existing(key, overwrite)
+        refuse_existing(self._store, key, overwrite)
         write_id = self.new_write_id()
         stager = PartStager(
             self._store, key, write_id, self._options, max_workers=self._max_workers
@@ -241,9 +238,9 @@ class ParquetDatasetStore:
         """
         layout.check_dataset_key(key)
         if not can_stage(self._store):
-            self._store.require(Capability.ATOMIC_WRITE, *_DIRECT_CAPS)
+            self._store.require(Capability.ATOMIC_WRITE, *DIRECT_CAPS)
             return settle_direct(self._store, key)
-        self._store.require(Capability.ATOMIC_WRITE, *_WRITE_CAPS)
+        self._store.require(Capability.ATOMIC_WRITE, *WRITE_CAPS)
         completed = self._settle(key)
         maintain.clean_abandoned(self._store, key, self._timing, self.new_write_id())
         return completed
@@ -273,7 +270,7 @@ class ParquetDatasetStore:
 
     def write_part(self, key: str, write_id: str, name: str, table: object) -> StagedPart:
         """Stage one part of write ``write_id``; the dataset is not touched."""
-        self._require_write(key, overwrite=False)
+        require_write(self._store, key, overwrite=False)
         layout.check_dataset_key(key)
         layout.check_name("write_id", write_id)
         layout.check_name("part name", name)
@@ -308,7 +305,7 @@ class ParquetDatasetStore:
         lock is taken: two replays racing each other can both switch (the snapshot then
         holds the replayed data once: a switch replaces the whole snapshot).
         """
-        self._require_write(key, overwrite=overwrite)
+        require_write(self._store, key, overwrite=overwrite)
         layout.check_dataset_key(key)
         layout.check_name("write_id", write_id)
         check_run_id(run_id)
@@ -320,31 +317,14 @@ class ParquetDatasetStore:
         if retried is not None:
             return retried
         self._settle(key)
-        txns = self._txns_after(key, txn)
+        txns = txns_after(self._store, key, txn)
         if txns is None:
             commit.abort_staging(self._store, key, write_id)
             return self.read_manifest(key)
-        self._refuse_existing(key, overwrite)
+        refuse_existing(self._store, key, overwrite)
         commit.check_staged(self._store, key, write_id, parts, max_workers=self._max_workers)
         journal = self._journal(key, write_id, parts, overwrite, run_id, metadata, txns)
         return self._switch(key, journal, own_staging=False)
-
-    def _txns_after(self, key: str, txn: tuple[str, int] | None) -> dict[str, int] | None:
-        """The transactions a commit of ``txn`` records, or None when the current manifest
-        already holds ``txn`` (a replay: nothing to commit)."""
-        if txn is None:
-            return {}
-        app, version = txn
-        if not isinstance(app, str) or not app or not isinstance(version, int) or version < 0:
-            raise InvalidArgument(f"txn must be (app_id, version >= 0), got {txn!r}", key=key)
-        try:
-            current = self.read_manifest(key).txns or {}
-        except (NotFound, ManifestCorrupted):
-            current = {}  # nothing (valid) committed yet: the write replaces it
-        recorded = current.get(app)
-        if recorded is not None and version <= recorded:
-            return None
-        return {**current, app: version}
 
     def abort_write(self, key: str, write_id: str) -> None:
         """Delete the staged parts of write ``write_id``.
@@ -360,40 +340,9 @@ class ParquetDatasetStore:
 
     # --- internals -------------------------------------------------------------------------
 
-    def _require_write(self, key: object, *, overwrite: bool, staging: bool = True) -> None:
-        # Capability checks come before anything else, as spec 042 requires.
-        for cap in (
-            (Capability.ATOMIC_WRITE, Capability.DELETE)
-            if overwrite
-            else (Capability.ATOMIC_WRITE,)
-        ):
-            if not self._store.supports(cap):
-                raise CapabilityNotSupported(
-                    f"write_dataset requires {cap.name} capability ({cap.value}) for key {key!r}",
-                    capability=cap.value,
-                    store=self._store.url,
-                )
-        if not isinstance(overwrite, bool):
-            raise InvalidArgument(f"overwrite must be a bool, got {type(overwrite).__name__}")
-        for cap in _WRITE_CAPS if staging else _DIRECT_CAPS:
-            if not self._store.supports(cap):
-                raise CapabilityNotSupported(
-                    f"parquetry stages and switches dataset parts, which requires "
-                    f"{cap.name} capability ({cap.value}) for key {key!r}",
-                    capability=cap.value,
-                    store=self._store.url,
-                )
-
     def _settle(self, key: str) -> bool:
         """Complete a switch whose writer failed or died; True if one was completed."""
         return maintain.settle(self._store, key, self._timing, self.new_write_id())
-
-    def _refuse_existing(self, key: str, overwrite: bool) -> None:
-        # A fast check before staging; the switch checks again under the lock.
-        if not overwrite and self.dataset_exists(key):
-            raise AlreadyExists(
-                f"Dataset already exists at {key!r}", key=key, store=self._store.url
-            )
 
     def _resume(self, key: str, write_id: str) -> DatasetManifest | None:
         return commit.resume(self._store, key, write_id, self._timing, self.new_write_id())

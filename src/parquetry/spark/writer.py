@@ -23,6 +23,14 @@ from parquetry.parquet import WriteOptions
 from parquetry.spark.history import write_operation, write_parameters
 from parquetry.spark.options import SourceOptions
 from parquetry.spark.types import normalize_written, spark_to_arrow_schema, utc_schema
+from parquetry.spark.write_modes import (
+    check_condition,
+    commit_new,
+    commit_selective,
+    replace_condition,
+    txn_recorded,
+    txn_version,
+)
 
 __all__ = [
     "DatasetArrowWriter",
@@ -161,7 +169,7 @@ class DatasetArrowWriter(DataSourceArrowWriter):
                 f"DataFrame (columns: {self.arrow_schema.names})",
                 column=missing[0],
             )
-        self.condition = _replace_condition(self.options, self.arrow_schema, overwrite)
+        self.condition = replace_condition(self.options, self.arrow_schema, overwrite)
         if (
             options.txn is not None
             and overwrite
@@ -185,7 +193,7 @@ class DatasetArrowWriter(DataSourceArrowWriter):
         # large row groups with bounded memory.
         files = []
         for table in chunks_of_rows(iterator, self.options.rows_per_file):
-            _check_condition(self.condition, table, partition_id)
+            check_condition(self.condition, table, partition_id)
             files += write_files(
                 store,
                 self.options.dataset,
@@ -219,15 +227,15 @@ class DatasetArrowWriter(DataSourceArrowWriter):
 
         assert self.options.dataset is not None
         store = self.options.open_store()
-        if txn is not None and _recorded(store, self.options.dataset, txn):
+        if txn is not None and txn_recorded(store, self.options.dataset, txn):
             abandon_files(store, self.options.dataset, files)
             return False
         if self.options.save_mode is not None:
-            _commit_new(self.options, store, files, utc_schema(self.arrow_schema), txn)
+            commit_new(self.options, store, files, utc_schema(self.arrow_schema), txn)
             return True
-        if self.overwrite and _commit_selective(self.options, self.condition, store, files):
+        if self.overwrite and commit_selective(self.options, self.condition, store, files):
             return True  # no txn here: __init__ refuses txn options for these modes
-        before = _txn_version(store, self.options.dataset, txn)
+        before = txn_version(store, self.options.dataset, txn)
         after = Dataset.commit_files(
             store,
             self.options.dataset,
@@ -251,129 +259,6 @@ class DatasetArrowWriter(DataSourceArrowWriter):
 
         assert self.options.dataset is not None
         abandon_files(self.options.open_store(), self.options.dataset, self._files(messages))
-
-
-def _txn_version(store: Any, uuid: str, txn: tuple[str, int] | None) -> int | None:
-    """The version the dataset records for ``txn``'s application (None: none, no dataset)."""
-    from parquetry.dataset import Dataset
-
-    if txn is None or not Dataset.exists(store, uuid):
-        return None
-    return Dataset.open(store, uuid).transactions.get(txn[0])
-
-
-def _recorded(store: Any, uuid: str, txn: tuple[str, int]) -> bool:
-    """Whether the dataset already records ``txn`` (a replayed batch)."""
-    version = _txn_version(store, uuid, txn)
-    return version is not None and txn[1] <= version
-
-
-Condition = tuple[str, Any]  # the option's text, its DNF typed for the DataFrame
-
-
-def _replace_condition(
-    options: SourceOptions, arrow_schema: pa.Schema, overwrite: bool
-) -> Condition | None:
-    """Option ``replaceWhere`` as DNF over the DataFrame's columns, checked before any task."""
-    if options.replace_where is None:
-        return None
-    from parquetry.dataset.predicates import validate_predicates
-    from parquetry.errors import InvalidArgument
-    from parquetry.spark.condition import typed_condition
-
-    if not overwrite:
-        raise InvalidArgument(
-            f"option 'replaceWhere' ({options.replace_where!r}) needs mode('overwrite')"
-        )
-    schema = utc_schema(arrow_schema)
-    return options.replace_where, validate_predicates(
-        typed_condition(options.replace_where, schema), schema
-    )
-
-
-def _check_condition(condition: Condition | None, table: pa.Table, partition_id: int) -> None:
-    """Every row a replaceWhere write adds must satisfy the condition (as Delta's)."""
-    if condition is None:
-        return
-    from parquetry.dataset.replace import check_rows
-
-    text, dnf = condition
-    check_rows(table, dnf, condition=repr(text), where=f"Spark partition {partition_id}")
-
-
-def _commit_selective(
-    options: SourceOptions, condition: Condition | None, store: Any, files: list[FileDescription]
-) -> bool:
-    """Overwrite only the rows of ``replaceWhere`` or the partitions written (dynamic mode);
-    False when the overwrite replaces everything (static mode, or no dataset yet)."""
-    from parquetry.dataset import Dataset
-    from parquetry.dataset.replace import commit_replace, partitions_predicate
-    from parquetry.errors import InvalidArgument
-
-    dynamic = options.partition_overwrite_mode == "dynamic"
-    assert options.dataset is not None
-    if (condition is None and not dynamic) or not Dataset.exists(store, options.dataset):
-        return False
-    dataset = Dataset.open(store, options.dataset)
-    for f in files:
-        if tuple(k for k, _ in f.partition) != dataset.partition_keys:
-            raise InvalidArgument(
-                f"file {f.key} is partitioned on {[k for k, _ in f.partition]}, but dataset "
-                f"{options.dataset!r} is partitioned on {list(dataset.partition_keys)}",
-                key=f.key,
-            )
-    if condition is not None:
-        predicates: Any = [[lit.as_tuple() for lit in conj] for conj in condition[1]]
-    elif not dataset.partition_keys:
-        return False  # one partition: dynamic replaces it whole, as Spark does
-    elif not files:
-        return True  # no partition written, none replaced: nothing to commit
-    else:
-        predicates = partitions_predicate(files, dataset.partition_keys)
-    commit_replace(
-        dataset,
-        predicates,
-        files,
-        operation=write_operation(True),
-        parameters=write_parameters(options, True),
-    )
-    return True
-
-
-def _commit_new(
-    options: SourceOptions,
-    store: Any,
-    files: list[FileDescription],
-    schema: pa.Schema,
-    txn: tuple[str, int] | None = None,
-) -> None:
-    """Save modes error / ignore: create the dataset, or fail / do nothing if it exists."""
-    from parquetry.dataset import Dataset
-    from parquetry.dataset.intents import abandon_files
-    from parquetry.errors import AlreadyExists
-
-    assert options.dataset is not None
-    try:
-        Dataset.commit_files(
-            store,
-            options.dataset,
-            files,
-            mode="create",
-            schema=schema,
-            partition_on=options.partition_on,
-            secondary_indices=options.secondary_indices,
-            operation="create",
-            parameters=write_parameters(options, False),
-            txn=txn,
-        )
-    except AlreadyExists:
-        abandon_files(store, options.dataset, files)
-        if options.save_mode == "ignore":
-            return
-        raise AlreadyExists(
-            f"dataset {options.dataset!r} already exists in {store.url} (save mode "
-            "'error'): nothing was written"
-        ) from None
 
 
 class SnapshotArrowWriter(DataSourceArrowWriter):
