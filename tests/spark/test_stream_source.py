@@ -80,7 +80,8 @@ def test_offsets_split_versions_and_every_row_is_read_once(tmp_path: Path) -> No
     # One file per batch (2 files per commit, p=0 and p=1); the compaction (v2) is skipped.
     assert [len(set(ids)) for _, ids in batches] == [5, 5, 5, 5, 3, 2]
     assert [end for end, _ in batches] == [
-        {"version": 0, "files": 1, "snapshot": True},
+        # The first batch's end keeps its start (a replay after a crash starts afresh).
+        {"version": 0, "files": 1, "snapshot": True, "from": start},
         {"version": 0},
         {"version": 1, "files": 1},
         {"version": 2},
@@ -161,7 +162,7 @@ def test_a_stream_behind_the_gc_retention_fails_naming_the_version(tmp_path: Pat
     reader = _reader(url, ds)
     done = _batches(reader, reader.initialOffset())
     offset = done[-1][0]
-    assert offset == {"version": 0}
+    assert offset == {"version": 0, "from": {"version": 0, "files": 0, "snapshot": True}}
     for k in range(1, 4):
         ds = ds.append(_chunk(4 * k, 4))
     ds.garbage_collect(retention=dt.timedelta(0))  # versions 0-2 expire
@@ -194,24 +195,77 @@ def test_predicates_prune_partitions_and_filter_rows(tmp_path: Path) -> None:
     assert ids == [1, 3, 5, 7, 9, 11, 13]
 
 
+def _read(reader: ParquetryStreamReader, start: dict[str, Any], end: dict[str, Any]) -> list[int]:
+    return [
+        i
+        for part in reader.partitions(start, end)
+        for batch in reader.read(part)
+        for i in batch.column("id").to_pylist()
+    ]
+
+
+@pytest.mark.parametrize("starting", [{}, {"startingVersion": "latest"}])
+def test_a_first_batch_replayed_after_a_crash_reads_the_same_rows(
+    tmp_path: Path, starting: dict[str, str]
+) -> None:
+    """Spark replays a logged but uncommitted first batch with a *fresh* initialOffset as
+    its start; commits landing meanwhile moved it (the default start and ``latest`` are the
+    newest version). The replay used to read nothing (the start was past the end): the
+    first batch's rows were lost."""
+    url, store = _lake(tmp_path)
+    ds = Dataset.create(store, "ds", _chunk(0, 10), partition_on=["p"])
+    if starting:
+        ds = ds.append(_chunk(10, 4))
+    first = _reader(url, ds, maxFilesPerTrigger="1", **starting)
+    start = first.initialOffset()
+    if starting:
+        ds = ds.append(_chunk(20, 4))
+    end = json.loads(json.dumps(first.latestOffset(start, first.getDefaultReadLimit())))
+    ids = _read(first, start, end)
+    assert ids
+    assert len({i % 2 for i in ids}) == 1  # one file (one partition) of a commit
+    # Killed before the batch committed; a commit lands; a new driver replays the batch.
+    ds = ds.append(_chunk(30, 6))
+    again = _reader(url, ds, maxFilesPerTrigger="1", **starting)
+    fresh = again.initialOffset()
+    assert fresh != start  # Spark's start for the replay is not the one planned from
+    assert sorted(_read(again, fresh, end)) == sorted(ids)
+    again.commit(end)
+    rest = [i for _, b in _batches(again, end) for i in b]
+    before = range(20, 24) if starting else range(10)  # the commits after the start
+    assert Counter(ids + rest) == Counter([*before, *range(30, 36)])
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ops=st.lists(st.sampled_from(["append", "compact", "index"]), min_size=1, max_size=6),
     max_files=st.integers(1, 3),
     restarts=st.sets(st.integers(0, 12), max_size=3),
+    crashes=st.sets(st.integers(0, 12), max_size=2),
 )
 def test_every_added_row_is_emitted_once_whatever_the_limits_and_restarts(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[str], max_files: int, restarts: set[int]
+    tmp_path_factory: pytest.TempPathFactory,
+    ops: list[str],
+    max_files: int,
+    restarts: set[int],
+    crashes: set[int],
 ) -> None:
-    """Oracle: across any admission limit and restarts from any checkpointed offset, an
-    append-only history (plus compactions and index builds, which change no rows) is emitted
-    exactly once: the rows of the starting snapshot and of every append."""
+    """Oracle: across any admission limit, restarts from any checkpointed offset and crashes
+    (a batch logged, not committed, replayed by a new process after one more commit, as
+    Spark replays it), an append-only history (plus compactions and index builds, which
+    change no rows) is emitted exactly once: the rows of the starting snapshot and of every
+    append."""
     url, store = _lake(tmp_path_factory.mktemp("prop"))
     ds = Dataset.create(store, "ds", _chunk(0, 6), partition_on=["p"])
-    reader = _reader(url, ds, maxFilesPerTrigger=str(max_files))
+
+    def new_reader() -> ParquetryStreamReader:
+        return _reader(url, ds, maxFilesPerTrigger=str(max_files))
+
+    reader = new_reader()
     offset = reader.initialOffset()
     expected = Counter(range(6))
     seen: Counter[int] = Counter()
+    batch = 0
     for n, op in enumerate(ops, start=1):
         if op == "append":
             ds = ds.append(_chunk(100 * n, 1 + n % 3))
@@ -220,11 +274,21 @@ def test_every_added_row_is_emitted_once_whatever_the_limits_and_restarts(
             ds = ds.compact()
         elif "id" not in ds.secondary_indices:
             ds = ds.build_index("id")
-        for k, (end, ids) in enumerate(_batches(reader, offset)):
+        while (end := reader.latestOffset(offset, reader.getDefaultReadLimit())) != offset:
+            end = json.loads(json.dumps(end))  # offsets travel as JSON
+            ids = _read(reader, offset, end)
+            if batch in crashes:  # the sink never saw `ids`; a new process replays the batch
+                ds = ds.append(_chunk(100 * n + 50, 2))
+                expected.update(range(100 * n + 50, 100 * n + 52))
+                reader = new_reader()
+                fresh = reader.initialOffset()  # Spark's start for a first batch's replay
+                ids = _read(reader, fresh if batch == 0 else offset, end)
+            reader.commit(end)
             seen.update(ids)
             offset = end
-            if k in restarts:  # a new process resumes from the checkpointed offset
-                reader = _reader(url, ds, maxFilesPerTrigger=str(max_files))
+            if batch in restarts:  # a new process resumes from the checkpointed offset
+                reader = new_reader()
+            batch += 1
     assert seen == expected
 
 

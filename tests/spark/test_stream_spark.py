@@ -82,3 +82,24 @@ def test_spark_stream_follows_appends_restarts_exactly_and_stops_on_change(
     query.awaitTermination(600)
     assert query.exception() is None
     assert ids() == Counter([*range(36), 40, 41, 50])
+
+
+def test_stream_options_on_a_batch_read_are_ignored_as_delta_does(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Delta ignores startingVersion & co. on a batch read (they mean something to readStream
+    only); so does parquetry: the read is the current version, not a change feed or a time
+    travel (that is versionAsOf)."""
+    url, store = _lake(tmp_path)
+    Dataset.create(store, "ds", _chunk(0, 4)).append(_chunk(4, 3))
+
+    def batch(**options: str) -> list[int]:
+        reader = spark.read.format("parquetry").option("store", url).option("dataset", "ds")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return sorted(r[0] for r in reader.load().select("id").collect())
+
+    every = list(range(7))
+    assert batch(startingVersion="1", maxFilesPerTrigger="1", ignoreChanges="true") == every
+    assert batch(startingTimestamp="2000-01-01", skipChangeCommits="true") == every
+    assert batch(startingVersion="1", versionAsOf="0") == list(range(4))

@@ -16,7 +16,7 @@ Option ``autoCompact`` N compacts the partitions a batch wrote after every N-th 
 
 Test hook: environment variable ``PARQUETRY_STREAM_PARK`` = ``<before|after>:<batchId>:<marker
 file>`` makes the commit of that batch write the marker file and wait (to be killed) before
-or after the parquetry commit (``tests/spark/test_stream_sink.py`` kills the driver there).
+or after the parquetry commit (``tests/spark/test_stream_kill.py`` kills the driver there).
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ version ``n`` added (a big commit split over micro-batches by admission control)
 stream without a starting version reads the whole current version, as Delta does). Each
 micro-batch emits the rows of the files added in ``(start, end]``, in commit order, each
 commit's files in the order its entry lists them (so a restart from the checkpoint replans
-exactly the same files).
+exactly the same files). The first batch's end offset also records where the stream started
+(``"from"``): Spark asks the source for its initial offset again when it replays a first
+batch after a crash, and that offset (the newest version, for the default start or
+``latest``) has moved if commits landed meanwhile.
 
 Commits that only add files are read. Compaction (Delta's ``dataChange = false``) and
 metadata-only commits (index, schema, settings, a restore to identical files) are skipped.
@@ -125,6 +128,7 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._state: tuple[int, dict[str, Any], pa.Schema | None, str] | None = None
         self._cache: dict[Any, Any] = {}
         self._latest_schema: pa.Schema | None = None
+        self._initial: dict[str, Any] | None = None  # what initialOffset returned
 
     # --- the dataset -----------------------------------------------------------------------
 
@@ -236,6 +240,10 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     @message_first
     def initialOffset(self) -> dict[str, Any]:
+        self._initial = self._initial_offset()
+        return self._initial
+
+    def _initial_offset(self) -> dict[str, Any]:
         s = self.stream
         if s.starting_version is not None:
             return _offset(s.starting_version - 1, False, None)
@@ -267,6 +275,14 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     @message_first
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        end = self._latest(start, limit)
+        if end != start and start == self._initial:
+            # The first batch: its end keeps its start, for a replay after a crash
+            # (module docstring).
+            end = {**end, "from": dict(start)}
+        return end
+
+    def _latest(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         version, snapshot, done = _position(start)
         limits = self._limits(limit)
         if done is None:  # the whole of `version` read: the next commit is next
@@ -319,7 +335,10 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _files_between(
         self, start: dict[str, Any], end: dict[str, Any]
     ) -> tuple[list[Any], pa.Schema | None]:
-        version, snapshot, done = _position(start)
+        # A replayed first batch gets a fresh initial offset as its start: the one the
+        # batch was planned from is in its end.
+        origin = end.get("from")
+        version, snapshot, done = _position(origin if isinstance(origin, dict) else start)
         last, last_snapshot, last_files = _position(end)
         if done is None:
             version, snapshot, done = version + 1, False, 0
