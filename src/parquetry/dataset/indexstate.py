@@ -45,6 +45,7 @@ from parquetry.dataset.indexpieces import (
     write_piece,
 )
 from parquetry.dataset.indexrecords import CarriedRecords
+from parquetry.dataset.indexspill import PairSink
 from parquetry.dataset.indices import IndexData, load_index
 from parquetry.dataset.naming import is_index_piece_key
 from parquetry.dataset.predicates import Literal, eval_array
@@ -206,7 +207,10 @@ class IndexState:
         got = decode_delta(doc, self.type, key=key)
         if isinstance(got, pa.Table):
             return self.with_pairs(got)
-        return self.with_piece(*got)
+        state = self
+        for footer, n in got:
+            state = state.with_piece(footer, n)
+        return state
 
     # --- entry deltas ----------------------------------------------------------------------
 
@@ -227,6 +231,25 @@ class IndexState:
             return {"pairs": encode_pairs(pairs)}
         footer = write_piece(store, uuid, self.column, pairs, files() if files else None)
         return {"piece": footer.to_json(), "pairs": pairs.num_rows}
+
+    def encode_sink(
+        self,
+        store: Store,
+        uuid: str,
+        sink: PairSink,
+        *,
+        inline_max: int = INLINE_INDEX_PAIRS,
+        files: Callable[[], pa.Table | None] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`encode_delta` of the pairs a :class:`PairSink` collected, in bounded
+        memory: a sink that spilled becomes ``{"pieces": [...]}``, pieces of disjoint value
+        ranges (indexspill.py)."""
+        if sink.total <= inline_max:
+            return self.encode_delta(store, uuid, sink.table(), inline_max=inline_max)
+        written = sink.write(store, uuid, self.column, files() if files else None)
+        if len(written) == 1:
+            return {"piece": written[0][0].to_json(), "pairs": written[0][1]}
+        return {"pieces": [{"piece": f.to_json(), "pairs": n} for f, n in written]}
 
     # --- reading ---------------------------------------------------------------------------
 
