@@ -37,6 +37,11 @@ def _key(v: object) -> object:
     return repr(v) if isinstance(v, float) else v
 
 
+def _one_value(values: list[object]) -> bool:
+    """A piece may exceed its size only with one value's labels (-0.0 == 0.0, NaNs one)."""
+    return len({"nan" if v != v else v for v in values}) == 1
+
+
 @given(case=_case(), run=st.integers(1, 9), piece=st.integers(1, 9))
 @settings(max_examples=150, deadline=None)
 def test_spilled_pieces_hold_exactly_the_pairs_in_disjoint_value_ranges(
@@ -50,6 +55,7 @@ def test_spilled_pieces_hold_exactly_the_pairs_in_disjoint_value_ranges(
             sink.add(pa.table({"value": pa.array([v for v, _ in batch], t),
                                "label": [lbl for _, lbl in batch]}))  # fmt: skip
             expected |= {(_key(v), lbl) for v, lbl in batch}
+        spilled = sink.spilled  # else all pairs fit one run: one piece, whatever its size
         written = sink.write(store, "u", "c", max_pairs=piece)
     got: list[tuple[object, str]] = []
     ranges = []
@@ -57,6 +63,7 @@ def test_spilled_pieces_hold_exactly_the_pairs_in_disjoint_value_ranges(
         index = read_piece(store, "c", footer, t)
         pairs = [(_key(p["value"]), p["label"]) for p in index.pairs().to_pylist()]
         assert piece_pairs(footer) == len(pairs) <= n
+        assert n <= piece or _one_value(index.values.to_pylist()) or not spilled
         got += pairs
         ranges.append({_key(v) for v in index.values.to_pylist()})
     assert len(got) == len(set(got))
@@ -69,3 +76,49 @@ def test_spilled_pieces_hold_exactly_the_pairs_in_disjoint_value_ranges(
     for v, _ in {(v, lbl) for batch in batches for v, lbl in batch if v == v}:
         want = {lbl for batch in batches for x, lbl in batch if x == v}
         assert state.lookup(store, Literal(column="c", op="==", value=v, type=t)) == want
+
+
+@given(
+    adds=st.lists(
+        st.lists(st.tuples(st.integers(0, 40), st.sampled_from("abcdefgh")), max_size=30),
+        min_size=1,
+        max_size=6,
+    ),
+    removed=st.sets(st.sampled_from("abcdefgh"), min_size=1),
+    piece=st.integers(1, 20),
+)
+@settings(max_examples=60, deadline=None)
+def test_a_checkpoint_rewrite_streams_into_bounded_disjoint_pieces(
+    adds: list[list[tuple[int, str]]], removed: set[str], piece: int
+) -> None:
+    from parquetry.dataset.indexstate import MergePolicy
+    from parquetry.testing import CountingStore
+
+    store = CountingStore(MemoryStore())
+    small = MergePolicy(piece_pairs=piece, inline_pairs=0)
+    state = IndexState.empty("c", pa.int64())
+    for batch in adds:  # each batch one piece written by a checkpoint
+        table = pa.table({"value": pa.array([v for v, _ in batch], pa.int64()),
+                          "label": pa.array([lbl for _, lbl in batch], pa.string())})  # fmt: skip
+        state = state.with_pairs(table).checkpoint(store, "u", policy=small)
+    state = state.without_labels(removed)
+    store.reset()
+    # Any dead label forces the full rewrite, read row group by row group.
+    rewrite = MergePolicy(piece_pairs=piece, dead_floor=0, dead_share=0.0)
+    out = state.checkpoint(store, "u", policy=rewrite)
+    assert store.counts["get"] == 0
+    live = {(v, lbl) for batch in adds for v, lbl in batch if lbl not in removed}
+    assert out.dead == frozenset()
+    got = set()
+    ranges: list[set[int]] = []
+    for footer in out.pieces:
+        index = read_piece(store, "c", footer, pa.int64())
+        values = index.values.to_pylist()
+        assert piece_pairs(footer) <= piece or _one_value(values)
+        got |= {(p["value"], p["label"]) for p in index.pairs().to_pylist()}
+        ranges.append(set(values))
+    assert got == live
+    assert sum(len(r) for r in ranges) == len(set().union(*ranges, set()))
+    for v in {v for v, _ in live}:
+        lit = Literal(column="c", op="==", value=v, type=pa.int64())
+        assert out.lookup(store, lit) == {lbl for x, lbl in live if x == v}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from parquetry.dataset import Dataset
 from parquetry.store import LocalStore
@@ -23,6 +24,7 @@ HEADROOM = 300 << 20
 PAIR_BYTES = 8 + 4 + 40
 
 
+@pytest.mark.slow
 def test_rewriting_every_file_of_an_indexed_dataset_fits_an_address_space_limit(
     tmp_path: Path,
 ) -> None:

@@ -10,8 +10,9 @@ IPC file), and :meth:`PairSink.write` merges the runs batch by batch into pieces
 in one piece), so a point lookup still reads at most one of them (the others' footer
 statistics exclude the value).
 
-Memory: one run or one piece being written (about ``PIECE_MAX_PAIRS`` pairs, measured
-~120 MB at the peak for int64 values and 40-byte labels) plus one batch per run.
+Memory: one run or one piece being written (at most ``PIECE_MAX_PAIRS`` pairs unless one
+value has more labels; ~40 MB at the peak for int64 values and 40-byte labels) plus one
+batch (:data:`MERGE_BATCH` pairs) per run: 8,192 pairs more per 256k pairs spilled.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ RUN_PAIRS = 1 << 18
 #: Pairs per piece written from spilled runs (16 row groups of PIECE_ROW_GROUP).
 PIECE_MAX_PAIRS = 1 << 18
 #: Rows per batch of a run (read back one batch per run at a time while merging).
-MERGE_BATCH = 1 << 15
+MERGE_BATCH = 1 << 13
 
 
 def label_pairs(label: str, values: pa.Array, t: pa.DataType) -> pa.Table:
@@ -137,9 +138,13 @@ class PairSink:
         for chunk in _merge([_read_run(p) for p in self.runs]):
             chunks.append(chunk)
             held += chunk.num_rows
-            if held >= max_pairs:
-                out.append(_write(store, uuid, column, chunks, files))
-                chunks, held = [], 0
+            while held > max_pairs:
+                pending = pa.concat_tables(chunks)
+                cut = _cut(pending.column("value").combine_chunks(), max_pairs)
+                if cut is None:
+                    break  # one value so far: its labels stay together
+                out.append(_write(store, uuid, column, [pending.slice(0, cut)], files))
+                chunks, held = [pending.slice(cut)], pending.num_rows - cut
         if held:
             out.append(_write(store, uuid, column, chunks, files))
         return out
@@ -196,7 +201,7 @@ def _merge(sources: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
             return
         bounded = [i for i in held if live[i]]
         if not bounded:
-            yield pa.concat_tables([bufs[i] for i in held])
+            yield _sorted(pa.concat_tables([bufs[i] for i in held]))
             return
         lasts = pa.concat_arrays([_last(bufs[i]) for i in bounded])
         first = int(pc.sort_indices(lasts)[0].as_py())
@@ -214,7 +219,23 @@ def _merge(sources: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
                 parts.append(b.slice(0, n))
                 bufs[i] = b.slice(n)
                 fill(i)
-        yield pa.concat_tables(parts)
+        yield _sorted(pa.concat_tables(parts))  # sorted: a piece ends at a value boundary
+
+
+def _cut(values: pa.Array, n: int) -> int | None:
+    """Where to end a piece of at most ``n`` of these sorted values without splitting a
+    value (beyond ``n`` only when the first value alone is longer); None: one value."""
+    if pa.types.is_floating(values.type):
+        v = values.to_numpy(zero_copy_only=False)
+        # NaN == NaN here: all NaNs (sorted last) are one value of a piece.
+        change = (v[1:] != v[:-1]) & ~(np.isnan(v[1:]) & np.isnan(v[:-1]))
+    else:
+        change = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(change) + 1
+    if len(starts) == 0:
+        return None
+    at = int(np.searchsorted(starts, n, side="right"))
+    return int(starts[at - 1]) if at else int(starts[0])
 
 
 def _last(table: pa.Table) -> pa.Array:
