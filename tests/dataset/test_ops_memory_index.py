@@ -33,8 +33,10 @@ def test_rewriting_every_file_of_an_indexed_dataset_fits_an_address_space_limit(
     assert FILES * ROWS * INDEXED_ROW_BYTES > HEADROOM
     code = f"""
     out = ds.update_where([[("v", "==", 7)]], set={{"v": -7}})
-    data = ds.read(predicates=[[("id", "in", [f * {ROWS} + 3 for f in range({FILES})])]])
-    data = data.set_column(data.schema.get_field_index("v"), "v", pa.repeat(pa.scalar(-3), {FILES}))
+    ids = pa.array([f * {ROWS} + 3 for f in range({FILES})], pa.int64())
+    data = pa.table({{"part": pa.array(range({FILES}), pa.int64()), "id": ids,
+                      "v": pa.repeat(pa.scalar(-3), {FILES}),
+                      **{{f"pad{{n}}": pa.repeat(pa.scalar(0), {FILES}) for n in range(8)}}}})
     out = out.upsert(data, on=["id"])
     history = out.history(limit=2)
     report(version=out.version, metrics=[dict(h.metrics) for h in history])

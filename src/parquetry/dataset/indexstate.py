@@ -34,7 +34,7 @@ from parquetry.dataset.indexdelta import (
     parse_labels,
     parse_list,
 )
-from parquetry.dataset.indexfile import IndexFooter, footer_of
+from parquetry.dataset.indexfile import IndexFooter, footer_of, may_hold
 from parquetry.dataset.indexpieces import (
     normalise_pairs,
     pairs_schema,
@@ -274,6 +274,9 @@ class IndexState:
             return set(), [], {}  # an index holds no nulls
         sources = [(f, self.dead) for f in self.pieces]
         sources += [(tp.footer, tp.dead) for tp in self.tail_pieces]
+        # A large delta or rewrite is many pieces of disjoint value ranges: those whose
+        # statistics exclude the value need no request, so no thread either.
+        sources = [src for src in sources if may_hold(src[0], lit)]
 
         def one(
             src: tuple[IndexFooter, frozenset[str]],
