@@ -43,7 +43,7 @@ def _one_value(values: list[object]) -> bool:
 
 
 @given(case=_case(), run=st.integers(1, 9), piece=st.integers(1, 9))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 def test_spilled_pieces_hold_exactly_the_pairs_in_disjoint_value_ranges(
     case: tuple[pa.DataType, list[list[tuple[object, str]]]], run: int, piece: int
 ) -> None:
