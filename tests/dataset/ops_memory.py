@@ -25,7 +25,7 @@ import pyarrow as pa
 from parquetry.dataset import Dataset
 from parquetry.store import LocalStore
 
-__all__ = ["ROW_BYTES", "big_dataset", "run_limited"]
+__all__ = ["INDEXED_ROW_BYTES", "ROW_BYTES", "big_dataset", "indexed_dataset", "run_limited"]
 
 #: Decoded bytes per row of :func:`big_dataset` (three int64 columns, ``part`` included).
 ROW_BYTES = 24
@@ -69,6 +69,34 @@ def big_dataset(root: Path, files: int, rows_per_file: int) -> Dataset:
 
     reader = pa.RecordBatchReader.from_batches(schema, batches())
     return Dataset.create(LocalStore(root), "m", reader, partition_on=["part"])
+
+
+#: Decoded bytes per row of :func:`indexed_dataset`.
+INDEXED_ROW_BYTES = 8 * 11
+
+
+def indexed_dataset(root: Path, files: int, rows_per_file: int) -> Dataset:
+    """Columns ``part`` (the partition: one file each), ``id`` (unique over the dataset,
+    indexed: the index holds one pair per row), ``v`` (``id % 1000``) and ``pad0``..``pad7``
+    (zeros: decoded bytes that cost nothing on disk), int64."""
+    names = ["part", "id", "v", *(f"pad{n}" for n in range(8))]
+    schema = pa.schema([(name, pa.int64()) for name in names])
+    i = np.arange(rows_per_file, dtype=np.int64)
+    zeros = pa.array(np.zeros(rows_per_file, dtype=np.int64))
+
+    def batches() -> Any:
+        for f in range(files):
+            ids = i + f * rows_per_file
+            yield pa.record_batch(
+                [pa.array(np.full(rows_per_file, f)), pa.array(ids), pa.array(ids % 1000)]
+                + [zeros] * 8,
+                schema=schema,
+            )
+
+    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    return Dataset.create(
+        LocalStore(root), "m", reader, partition_on=["part"], secondary_indices=["id"]
+    )
 
 
 def run_limited(root: Path, code: str, headroom: int, timeout: float = 120) -> dict[str, Any]:

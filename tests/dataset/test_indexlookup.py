@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import hypothesis.strategies as st
@@ -115,7 +116,8 @@ def test_ten_thousand_keys_read_each_row_group_once_in_bounded_requests() -> Non
     state = IndexState.empty("k", pa.int64()).with_pairs(
         pa.table({"value": values, "label": labels})
     )
-    state = state.checkpoint(store, "u", policy=WRITE)
+    # One piece (a checkpoint would write 1M pairs as 4 bounded pieces): its row groups.
+    state = state.checkpoint(store, "u", policy=replace(WRITE, piece_pairs=n))
     (piece,) = state.pieces
     md = piece_metadata(piece)
     keys = rng.choice(n * 3, size=10_000, replace=False).astype(np.int64)

@@ -321,9 +321,8 @@ def test_compaction_memory_is_bounded(tmp_path: Path) -> None:
     its growth, one row-group buffer, the read-ahead) and grows the peak RSS of a warmed-up
     process by 65 MiB (16 MiB target: 51 and 102 MiB), less than the data.
 
-    Not under RLIMIT_AS: pyarrow's jemalloc reserves address space up front (a limit above
-    that never fails, even for a compaction into one 1 GiB file), and with its system
-    allocator the address space used under a limit ran far above the unlimited peak."""
+    Under RLIMIT_AS (system allocator, two arenas): test_ops_memory_compact.py; jemalloc
+    reserves address space up front, so this test measures pyarrow's own allocations."""
     import numpy as np
 
     store = LocalStore(tmp_path)

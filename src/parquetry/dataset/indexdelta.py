@@ -33,16 +33,34 @@ __all__ = [
 
 def decode_delta(
     doc: Any, t: pa.DataType, *, key: str, column: str = ""
-) -> pa.Table | tuple[IndexFooter, int]:
-    """An entry's index delta: the pairs, or (footer, pair count) of a piece."""
+) -> pa.Table | list[tuple[IndexFooter, int]]:
+    """An entry's index delta: the pairs, or (footer, pair count) of each of its pieces
+    (``{"piece": .., "pairs": n}``, or ``{"pieces": [{"piece": .., "pairs": n}, ...]}``
+    for a delta written as several pieces with disjoint value ranges)."""
     t = normalise_type(t)
     where = f"index {column!r}" if column else "index delta"
     if not isinstance(doc, Mapping):
         raise corrupt(key, where, "an object", doc)
     if "piece" in doc:
-        return parse_footer(doc["piece"], key, f"{where}.piece"), parse_count(
-            doc.get("pairs"), key, f"{where}.pairs"
-        )
+        return [
+            (
+                parse_footer(doc["piece"], key, f"{where}.piece"),
+                parse_count(doc.get("pairs"), key, f"{where}.pairs"),
+            )
+        ]
+    if "pieces" in doc:
+        out = []
+        for i, p in enumerate(parse_list(doc["pieces"], key, f"{where}.pieces")):
+            at = f"{where}.pieces[{i}]"
+            if not isinstance(p, Mapping):
+                raise corrupt(key, at, "an object", p)
+            out.append(
+                (
+                    parse_footer(p.get("piece"), key, f"{at}.piece"),
+                    parse_count(p.get("pairs"), key, f"{at}.pairs"),
+                )
+            )
+        return out
     if "pairs" not in doc:
         raise MetadataCorrupted(f"{key}: {where} has neither 'pairs' nor 'piece'", key=key)
     return decode_pairs(doc["pairs"], t, key, f"{where}.pairs")

@@ -25,7 +25,14 @@ import pyarrow.parquet as pq
 from parquetry.dataset.predicates import Literal, eval_stats
 from parquetry.store import Store
 
-__all__ = ["INDEX_ROW_GROUP", "IndexFooter", "footer_metadata", "footer_of", "ranged_table"]
+__all__ = [
+    "INDEX_ROW_GROUP",
+    "IndexFooter",
+    "footer_metadata",
+    "footer_of",
+    "may_hold",
+    "ranged_table",
+]
 
 INDEX_ROW_GROUP = 8192
 #: Beyond this share of row groups a lookup downloads the whole file instead.
@@ -179,6 +186,21 @@ def _candidate_groups(info: _FooterInfo, lit: Literal) -> list[int]:
     return [
         i for i in checks if eval_stats(lit, mins[i], maxs[i], 0, info.rows[i], nan_unknown=True)
     ]
+
+
+def may_hold(footer: IndexFooter, lit: Literal) -> bool:
+    """False when the cached footer's statistics show no row group can match ``lit`` (no
+    request, no thread needed); True when unsure (a defective footer is reported by the
+    read that follows)."""
+    try:
+        info = _footer_info(footer)
+        if info.md.num_row_groups == 0:
+            return False
+        if not info.orderable or lit.op in ("is null", "is not null") or info.mins is None:
+            return True
+        return bool(_candidate_groups(info, lit))
+    except Exception:
+        return True
 
 
 def ranged_table(store: Store, footer: IndexFooter, lit: Literal) -> tuple[pa.Table, int] | None:

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import io
 import struct
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +42,7 @@ __all__ = [
     "piece_metadata",
     "piece_pairs",
     "read_piece",
+    "iter_piece_tables",
     "read_piece_table",
     "search_piece",
     "write_piece",
@@ -206,6 +208,25 @@ def read_piece_table(store: Store, column: str, footer: IndexFooter) -> pa.Table
     except MemoryError as exc:
         raise out_of_memory(exc, f"reading index piece {footer.key}", key=footer.key) from None
     except _ERRORS as exc:
+        raise _unreadable(column, footer.key, exc) from None
+
+
+def iter_piece_tables(store: Store, column: str, footer: IndexFooter) -> Iterator[pa.Table]:
+    """The piece as stored, one row group at a time (a ranged GET each; the footer comes
+    from the cache): a merge reads a piece of any size in the memory of one row group."""
+    md = piece_metadata(footer)
+    try:
+        source = store.open(footer.key, size=footer.size)
+        pf = pq.ParquetFile(source, metadata=md)
+        for i in range(md.num_row_groups):
+            yield pf.read_row_group(i, use_threads=False)
+    except NotFound:
+        raise _missing(column, footer.key) from None
+    except MemoryError as exc:
+        raise out_of_memory(exc, f"reading index piece {footer.key}", key=footer.key) from None
+    except _ERRORS as exc:
+        if isinstance(exc, ParquetryError):
+            raise
         raise _unreadable(column, footer.key, exc) from None
 
 

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from parquetry.dataset.indexfile import IndexFooter
-from parquetry.dataset.indexpieces import normalise_pairs, read_piece_table
+from parquetry.dataset.indexpieces import iter_piece_tables, normalise_pairs, read_piece_table
 from parquetry.dataset.indices import _from_table
 from parquetry.dataset.piecefiles import piece_records
 from parquetry.store import Store
@@ -42,6 +42,18 @@ class CarriedRecords:
         index = _from_table(self.state.column, table, footer.key, self.state.type)
         return normalise_pairs(index.pairs(), self.state.type)
 
+    def stream(self, footer: IndexFooter, dead: frozenset[str]) -> Iterator[pa.Table]:
+        """:meth:`pairs` one row group at a time (bounded memory whatever the piece's
+        size); the records kept are one per label of each group."""
+        for table in iter_piece_tables(self.store, self.state.column, footer):
+            got = piece_records(table)
+            if got is not None and got.num_rows:
+                got = _without(_first_per_label(got), dead)
+                if got.num_rows:
+                    self.parts.append(got)
+            index = _from_table(self.state.column, table, footer.key, self.state.type)
+            yield normalise_pairs(index.pairs(), self.state.type)
+
     def table(self, with_tail: bool) -> pa.Table | None:
         parts = list(self.parts)
         if with_tail and self.files is not None and self.state.tail.num_rows:
@@ -55,6 +67,13 @@ class CarriedRecords:
 
 
 _RECORDS = pa.schema([("label", pa.string()), ("file", pa.string())])
+
+
+def _first_per_label(records: pa.Table) -> pa.Table:
+    """A row group repeats a label's record in each of its values' lists: keep one."""
+    labels = records.column("label").combine_chunks()
+    firsts = pc.index_in(pc.unique(labels), value_set=labels)
+    return records.take(firsts)
 
 
 def _without(pairs: pa.Table, dead: frozenset[str]) -> pa.Table:

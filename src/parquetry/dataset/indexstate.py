@@ -34,7 +34,7 @@ from parquetry.dataset.indexdelta import (
     parse_labels,
     parse_list,
 )
-from parquetry.dataset.indexfile import IndexFooter, footer_of
+from parquetry.dataset.indexfile import IndexFooter, footer_of, may_hold
 from parquetry.dataset.indexpieces import (
     normalise_pairs,
     pairs_schema,
@@ -45,6 +45,7 @@ from parquetry.dataset.indexpieces import (
     write_piece,
 )
 from parquetry.dataset.indexrecords import CarriedRecords
+from parquetry.dataset.indexspill import PIECE_MAX_PAIRS, PairSink
 from parquetry.dataset.indices import IndexData, load_index
 from parquetry.dataset.naming import is_index_piece_key
 from parquetry.dataset.predicates import Literal, eval_array
@@ -96,6 +97,8 @@ class MergePolicy:
     dead_share: float = DEAD_REWRITE_SHARE
     dead_max: int = DEAD_REWRITE_MAX
     inline_pairs: int = ROOT_INLINE_PAIRS
+    #: Pairs a merge holds in memory and writes per piece (indexspill.PIECE_MAX_PAIRS).
+    piece_pairs: int = PIECE_MAX_PAIRS
 
     def too_dead(self, dead: int, pairs: int) -> bool:
         return dead > min(self.dead_max, max(self.dead_floor, self.dead_share * pairs))
@@ -206,7 +209,10 @@ class IndexState:
         got = decode_delta(doc, self.type, key=key)
         if isinstance(got, pa.Table):
             return self.with_pairs(got)
-        return self.with_piece(*got)
+        state = self
+        for footer, n in got:
+            state = state.with_piece(footer, n)
+        return state
 
     # --- entry deltas ----------------------------------------------------------------------
 
@@ -227,6 +233,25 @@ class IndexState:
             return {"pairs": encode_pairs(pairs)}
         footer = write_piece(store, uuid, self.column, pairs, files() if files else None)
         return {"piece": footer.to_json(), "pairs": pairs.num_rows}
+
+    def encode_sink(
+        self,
+        store: Store,
+        uuid: str,
+        sink: PairSink,
+        *,
+        inline_max: int = INLINE_INDEX_PAIRS,
+        files: Callable[[], pa.Table | None] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`encode_delta` of the pairs a :class:`PairSink` collected, in bounded
+        memory: a sink that spilled becomes ``{"pieces": [...]}``, pieces of disjoint value
+        ranges (indexspill.py)."""
+        if sink.total <= inline_max:
+            return self.encode_delta(store, uuid, sink.table(), inline_max=inline_max)
+        written = sink.write(store, uuid, self.column, files() if files else None)
+        if len(written) == 1:
+            return {"piece": written[0][0].to_json(), "pairs": written[0][1]}
+        return {"pieces": [{"piece": f.to_json(), "pairs": n} for f, n in written]}
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -249,6 +274,9 @@ class IndexState:
             return set(), [], {}  # an index holds no nulls
         sources = [(f, self.dead) for f in self.pieces]
         sources += [(tp.footer, tp.dead) for tp in self.tail_pieces]
+        # A large delta or rewrite is many pieces of disjoint value ranges: those whose
+        # statistics exclude the value need no request, so no thread either.
+        sources = [src for src in sources if may_hold(src[0], lit)]
 
         def one(
             src: tuple[IndexFooter, frozenset[str]],
@@ -313,8 +341,11 @@ class IndexState:
             sizes.append(self.tail.num_rows)  # the tail as a new piece, index len(footers)
         total = sum(sizes) + (self.tail.num_rows if inline else 0)
         if policy.too_dead(len(self.dead), total) or self._revived(store, tail=not inline):
-            return self._rewrite(store, uuid, records)
-        biggest = max(sizes, default=0)
+            return self._rewrite(store, uuid, records, policy)
+        # Pieces written from spilled pairs hold about PIECE_MAX_PAIRS each: measured
+        # against that (not a bigger piece's size) they are not small, or the first
+        # checkpoint after a large rewrite would merge all of them again.
+        biggest = min(max(sizes, default=0), policy.piece_pairs)
         small = {i for i, n in enumerate(sizes) if n * policy.small_ratio < biggest}
         merge = small if len(small) > policy.max_small_pieces else set()
         # Legacy (format-1) index files join the next merge: kartothek's GC may delete them.
@@ -322,32 +353,43 @@ class IndexState:
         if not inline:
             merge.add(len(footers))
         if sizes and len(merge) == len(sizes):
-            return self._rewrite(store, uuid, records)
+            return self._rewrite(store, uuid, records, policy)
         chosen = [footers[i] for i in sorted(merge) if i < len(footers)]
         dead = {tp.footer.key: tp.dead for tp in self.tail_pieces}
-        parts = [_without(records.pairs(f, dead.get(f.key, self.dead)), self.dead) for f in chosen]
-        if not inline:
-            parts.append(self.tail)
         kept = tuple(f for i, f in enumerate(footers) if i not in merge)
-        merged = pa.concat_tables(parts) if parts else self.tail.slice(0, 0)
-        if merged.num_rows:
-            piece = write_piece(store, uuid, self.column, merged, records.table(not inline))
-            kept = (*kept, piece)
+        with PairSink(self.type, run_pairs=policy.piece_pairs) as sink:
+            for f in chosen:
+                for part in records.stream(f, dead.get(f.key, self.dead)):
+                    sink.add(_without(part, self.dead))
+            if not inline:
+                sink.add(self.tail)
+            written = sink.write(
+                store, uuid, self.column, records.table(not inline), max_pairs=policy.piece_pairs
+            )
+        kept = (*kept, *(piece for piece, _ in written))
         tail = self.tail if inline else self.tail.slice(0, 0)
         return replace(self.reset(), pieces=kept, dead=self.dead, tail=tail)
 
     def _rewrite(
-        self, store: Store, uuid: str, records: CarriedRecords | None = None
+        self,
+        store: Store,
+        uuid: str,
+        records: CarriedRecords | None = None,
+        policy: MergePolicy = MergePolicy(),
     ) -> IndexState:
+        """Every live pair as new pieces, in the memory of one run (indexspill.py)."""
         records = records or CarriedRecords(self, store, None)
-        parts = [_without(records.pairs(f, self.dead), self.dead) for f in self.pieces]
-        parts += [_without(records.pairs(tp.footer, tp.dead), tp.dead) for tp in self.tail_pieces]
-        parts.append(self.tail)
-        pairs = pa.concat_tables(parts)
-        if pairs.num_rows == 0:
-            return self.reset()
-        piece = write_piece(store, uuid, self.column, pairs, records.table(True))
-        return replace(self.reset(), pieces=(piece,))
+        sources = [(f, self.dead) for f in self.pieces]
+        sources += [(tp.footer, tp.dead) for tp in self.tail_pieces]
+        with PairSink(self.type, run_pairs=policy.piece_pairs) as sink:
+            for footer, dead in sources:
+                for part in records.stream(footer, dead):
+                    sink.add(_without(part, dead))
+            sink.add(self.tail)
+            written = sink.write(
+                store, uuid, self.column, records.table(True), max_pairs=policy.piece_pairs
+            )
+        return replace(self.reset(), pieces=tuple(piece for piece, _ in written))
 
     def _revived(self, store: Store, *, tail: bool = True) -> bool:
         """Do tail pairs (when they become a piece) or tail pieces re-add a label of

@@ -139,8 +139,12 @@ def entry_piece_keys(body: Mapping[str, Any]) -> set[str]:
     """Index pieces an entry references (its deltas' and its ``set.indices``' pieces)."""
     keys: set[str] = set()
     for delta in (body.get("index") or {}).values():
-        if isinstance(delta, Mapping) and isinstance(delta.get("piece"), Mapping):
-            keys.add(str(delta["piece"].get("key")))
+        if not isinstance(delta, Mapping):
+            continue
+        listed = delta.get("pieces")
+        for p in listed if isinstance(listed, list) else [delta]:
+            if isinstance(p, Mapping) and isinstance(p.get("piece"), Mapping):
+                keys.add(str(p["piece"].get("key")))
     keys |= root_piece_keys(body.get("set", {}).get("indices") or {})
     return keys
 

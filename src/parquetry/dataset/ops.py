@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from parquetry.dataset.commit import now_iso
 from parquetry.dataset.entry import Change, catalog_of, with_catalog
+from parquetry.dataset.indexspill import PairSink, label_pairs
 from parquetry.dataset.indexstate import IndexState
 from parquetry.dataset.indexwire import (
     PLACEHOLDER,
@@ -26,7 +27,7 @@ from parquetry.dataset.indexwire import (
     states_form,
     states_of,
 )
-from parquetry.dataset.indices import IndexData, build_pairs
+from parquetry.dataset.indices import IndexData
 from parquetry.dataset.metadata import DatasetDocument, FileInfo, VersionInfo
 from parquetry.dataset.naming import is_index_piece_key
 from parquetry.dataset.piecefiles import encode_record, record_table
@@ -166,7 +167,8 @@ def _index_changes(
     """(new index states, the entry's deltas, its ``set.indices`` or None).
 
     Never reads or rewrites an index: removed labels join the states' dead labels, added
-    files' ``(value, label)`` pairs become an inline delta (or one piece when large)."""
+    files' ``(value, label)`` pairs become an inline delta (or pieces when large, written
+    in bounded memory)."""
     columns = sorted(set(base.indices) | set(new_indices))
     override = dict(index_override or {})
     for col in columns:
@@ -199,13 +201,16 @@ def _index_changes(
         elif removing:
             state = state.without_labels(removing)
         before[col] = state
-        pairs = build_pairs(((fd.label, _file_index_values(store, fd, col)) for fd in add), t)
-        pairs = pairs.filter(pc.is_valid(pairs.column("value")))
-        if pairs.num_rows:
-            deltas[col] = delta = state.encode_delta(
-                store, base.uuid, pairs, files=lambda: _file_records(base.uuid, add)
-            )
-            state = state.with_delta(delta, key=f"{base.uuid} index {col!r}")
+        # File by file into a sink that spills sorted runs: a rewrite of every file of a
+        # large dataset re-adds all its keys, more than memory holds (indexspill.py).
+        with PairSink(t) as sink:
+            for fd in add:
+                sink.add(label_pairs(fd.label, _file_index_values(store, fd, col), t))
+            if sink.total:
+                deltas[col] = delta = state.encode_sink(
+                    store, base.uuid, sink, files=lambda: _file_records(base.uuid, add)
+                )
+                state = state.with_delta(delta, key=f"{base.uuid} index {col!r}")
         states[col] = state
     changed_map = set(columns) != set(base.indices) or bool(override) or moved
     return states, deltas, (states_form(before) if changed_map else None)

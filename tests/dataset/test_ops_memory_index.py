@@ -1,0 +1,75 @@
+"""Index maintenance of large rewrites runs in bounded memory (indexspill.py): an update
+or upsert rewriting every file of a dataset indexed on a unique key re-adds every key, and
+completes under an address-space limit several times smaller than those pairs (and the
+dataset). Before, the commit sorted all re-added pairs in memory as one delta piece and
+failed under the same limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from parquetry.dataset import Dataset
+from parquetry.store import LocalStore
+
+from .ops_memory import INDEXED_ROW_BYTES, indexed_dataset, run_limited
+
+FILES = 40
+ROWS = 175_000  # per file; the index: 7M (value, label) pairs, ~360 MB as Arrow
+HEADROOM = 300 << 20
+#: Arrow bytes of one pair: an int64 and a label "part=<n>/<32 hex>.parquet"-like string.
+PAIR_BYTES = 8 + 4 + 40
+
+
+@pytest.mark.slow
+def test_rewriting_every_file_of_an_indexed_dataset_fits_an_address_space_limit(
+    tmp_path: Path,
+) -> None:
+    indexed_dataset(tmp_path, FILES, ROWS)
+    assert FILES * ROWS * PAIR_BYTES > HEADROOM
+    assert FILES * ROWS * INDEXED_ROW_BYTES > HEADROOM
+    code = f"""
+    out = ds.update_where([[("v", "==", 7)]], set={{"v": -7}})
+    ids = pa.array([f * {ROWS} + 3 for f in range({FILES})], pa.int64())
+    data = pa.table({{"part": pa.array(range({FILES}), pa.int64()), "id": ids,
+                      "v": pa.repeat(pa.scalar(-3), {FILES}),
+                      **{{f"pad{{n}}": pa.repeat(pa.scalar(0), {FILES}) for n in range(8)}}}})
+    out = out.upsert(data, on=["id"])
+    history = out.history(limit=2)
+    report(version=out.version, metrics=[dict(h.metrics) for h in history])
+    """
+    got = run_limited(tmp_path, code, HEADROOM, timeout=300)
+    assert "failed" not in got, got
+    upsert, update = got["metrics"]
+    assert update["files_rewritten"] == FILES
+    assert upsert["files_rewritten"] == FILES
+    assert got["peak_growth"] < HEADROOM
+    # Exact: the index equals a rebuild from the files, and lookups find each key's file.
+    ds = Dataset.open(LocalStore(tmp_path), "m")
+    assert ds.version == 2
+    assert _sorted(ds.index_pairs("id")).equals(_sorted(_rebuilt(ds)))
+    for f in (0, FILES - 1):
+        rows = ds.read(predicates=[[("id", "==", f * ROWS + 3)]])
+        assert rows.column("v").to_pylist() == [-3]
+    table = ds.read(columns=["v"])
+    assert table.num_rows == FILES * ROWS
+    assert pc.sum(pc.equal(table.column("v"), -7)).as_py() == FILES * ROWS // 1000
+
+
+def _rebuilt(ds: Dataset) -> pa.Table:
+    parts = []
+    for planned in ds.plan(None).files:
+        ids = pc.unique(ds.read_file(planned, ["id"]).column("id"))
+        parts.append(pa.table({"value": ids, "label": pa.repeat(planned.label, len(ids))}))
+    return pa.concat_tables(parts)
+
+
+def _sorted(pairs: pa.Table) -> pa.Table:
+    pairs = pairs.select(["value", "label"]).cast(
+        pa.schema([("value", pa.int64()), ("label", pa.string())])
+    )
+    order = pc.sort_indices(pairs, sort_keys=[("value", "ascending"), ("label", "ascending")])
+    return pairs.take(order).combine_chunks()
