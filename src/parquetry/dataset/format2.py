@@ -36,6 +36,7 @@ from parquetry.errors import (
     NotFound,
     ParquetryError,
     PointerCorruptedWarning,
+    VersionExpired,
 )
 from parquetry.store import Store
 
@@ -249,13 +250,14 @@ def _newest_by_listing(store: Store, uuid: str) -> DatasetDocument | None:
 
 
 def load_state(store: Store, uuid: str, number: int) -> DatasetDocument:
-    """The state of version ``number`` (DatasetNotFound if it does not exist or expired)."""
+    """The state of version ``number`` (DatasetNotFound if it does not exist, its subclass
+    VersionExpired if garbage collection expired it)."""
     key = version_key(uuid, number)
     v = read_version(store, uuid, number)
     if v is None:
         raise DatasetNotFound(f"dataset {uuid!r} has no version {number}", key=key)
     if v[0] == "tombstone":
-        raise DatasetNotFound(
+        raise VersionExpired(
             f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
         )
     if v[0] == "doc" or self_contained(v[1]):
@@ -291,7 +293,7 @@ def load_state(store: Store, uuid: str, number: int) -> DatasetDocument:
         if attempt:
             now = read_version(store, uuid, number)
             if now is not None and now[0] == "tombstone":  # expired while this walked
-                raise DatasetNotFound(
+                raise VersionExpired(
                     f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
                 )
             raise MetadataCorrupted(
