@@ -125,7 +125,7 @@ def roll_forward_state(
     applied to the state loaded from scratch). ``probe``: ``_versions/<number + 1>`` when
     the caller read it already (None: missing)."""
     requests = 0
-    moved = False
+    moved = skipped = False
     while True:
         if probe is NOT_PROBED:
             requests += 1
@@ -133,9 +133,18 @@ def roll_forward_state(
         else:
             v, probe = probe, NOT_PROBED
         if v is None:
+            if doc is None and skipped:
+                doc = load_state(store, uuid, number)  # VersionExpired: expired meanwhile
             return doc, number, requests, moved
         number += 1
         moved = True
+        if v[0] == "tombstone" and doc is not None:
+            # Garbage collection expired this version after ``doc`` was read: its changes
+            # are gone, and skipping them would build on a wrong state (a conflict-safe
+            # commit would miss what it removed, a txn replay would commit twice). The state
+            # is loaded again from the checkpoint GC wrote before tombstoning.
+            doc, skipped = None, True
+            continue
         if doc is None and v[0] == "entry" and not self_contained(v[1]):
             doc = load_state(store, uuid, number)
             continue
