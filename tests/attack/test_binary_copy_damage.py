@@ -139,3 +139,18 @@ def test_one_flipped_bit_is_refused_or_changes_nothing_the_inputs_did_not(
         return
     assert before is not None, "a file that does not read was compacted"
     assert _bag(out.read()) == before
+
+
+@pytest.mark.parametrize("compression", ["none", "snappy"])
+def test_reading_a_page_failing_its_crc_raises_naming_the_file(compression: str) -> None:
+    # pyarrow does not check CRCs unless asked: the damaged value was read silently.
+    opts = WriteOptions(
+        dictionary=False, compression=compression, extra={"write_page_checksum": True}
+    )
+    ds = _dataset(opts, files=2)
+    key, data, cmd = _chunk(ds, 0)
+    data[cmd[9] + cmd[7] - 3] ^= 0xFF
+    ds.store.put(key, bytes(data))
+    with pytest.raises(InvalidFormat, match="CRC") as info:
+        Dataset.open(ds.store, "c").read()
+    assert key in str(info.value)
