@@ -110,7 +110,7 @@ def _roll_forward_same(
         known = base if base is not None and base.version is not None else None
         newer, number, _ = roll_forward(store, uuid, number, known)
         return (newer if newer is not None else base), number
-    foreign = False
+    foreign, ours = False, base
     while True:
         v = read_version(store, uuid, number + 1)
         if v is None:
@@ -118,6 +118,10 @@ def _roll_forward_same(
         number += 1
         info = version_info(v)
         if info is None:
+            # A tombstone: GC expired the version after ``base`` was read. Skipping its
+            # changes would build on a wrong state (a txn replay committed twice, a rewrite
+            # missed a concurrent removal): the state is loaded again (from GC's checkpoint).
+            base = None
             continue
         if info.incarnation == incarnation:
             base = advance(base, v, version_key(uuid, number), store) or load_state(
@@ -125,8 +129,10 @@ def _roll_forward_same(
             )
         else:
             foreign = True
+    if base is None:
+        base = load_state(store, uuid, number)  # VersionExpired: expired meanwhile
     if foreign:
-        check_incarnation(store, uuid, base, number)
+        check_incarnation(store, uuid, ours, number)
     return base, number
 
 

@@ -16,7 +16,9 @@ Then per row group:
   ``binary_copy=True``; decoded and re-encoded with the rows that need it under ``"auto"``
   (see docs/benchmarks.md, "Binary copy", for the read speed that motivates it).
 
-Everything else (another schema, encrypted or damaged files, files kartothek wrote without
+A page failing its CRC or its decompression, or a small row group to be merged that does
+not decode, stops the compaction with InvalidFormat naming the input (nothing committed).
+Everything else (another schema, encrypted or malformed files, files kartothek wrote without
 statistics in the document) is decoded and re-encoded by pyarrow with the dataset's write
 options, and those row groups are copied into the same output. Rows do not keep the inputs'
 order (small row groups wait for others of their kind to fill an output row group).
@@ -49,7 +51,13 @@ from parquetry.dataset.write import FileDescription
 from parquetry.errors import InvalidFormat, MetadataCorrupted, NotFound
 from parquetry.parquet.footer import footer_from_bytes
 from parquetry.parquet.footer_check import pyarrow_hazard
-from parquetry.parquet.rgcopy import RowGroupAssembler, copy_check, mergeable, schema_key
+from parquetry.parquet.rgcopy import (
+    DamagedPage,
+    RowGroupAssembler,
+    copy_check,
+    mergeable,
+    schema_key,
+)
 from parquetry.store import PutMode
 
 if TYPE_CHECKING:
@@ -135,7 +143,15 @@ class BinCopier:
         if info is None or not all(n in info.stats for n in names):
             return None, True  # statistics to merge come from the document
         start = len(data) - raw.footer_length - 8
-        if copy_check(raw.metadata, self.expected, data, start) is not None:
+        try:
+            reason = copy_check(raw.metadata, self.expected, data, start)
+        except DamagedPage as exc:
+            # Not decoded instead: pyarrow does not check CRCs and may read such a page
+            # without an error; the compaction stops, nothing is committed.
+            raise InvalidFormat(
+                f"data file {f.key} of partition {f.label!r} is damaged: {exc}", key=f.key
+            ) from None
+        if reason is not None:
             return None, True  # decoded: pyarrow raises on damaged pages, named by the reader
         return raw.metadata, True
 
@@ -194,6 +210,7 @@ class BinCopier:
                     continue
                 layout = None if self._big(group) else mergeable(group)
                 if layout is not None:
+                    _decodes(item, n)
                     state.merge(item.data, group, layout)
                 elif self._big(group) or self.copy_small_dict:
                     out.add_whole(item.data, group)
@@ -234,6 +251,21 @@ class BinCopier:
         if meta is None or schema_key(meta) != self.expected:  # pragma: no cover - invariant
             raise InvalidFormat("re-encoded row groups do not have the output's schema")
         return encoded, meta
+
+
+def _decodes(item: _Input, group: int) -> None:
+    """Decode a small row group whose pages are about to be concatenated with other files'
+    (cheap: it is small): a page that decompresses but does not decode (no CRC caught it)
+    would otherwise make the merged chunk, and so the other files' rows, unreadable."""
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(item.data), page_checksum_verification=True)
+        pf.read_row_group(group, use_threads=False)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        f = item.planned
+        raise InvalidFormat(
+            f"data file {f.key} of partition {f.label!r} is damaged: row group {group}: {exc}",
+            key=f.key,
+        ) from None
 
 
 class _Pending:

@@ -36,6 +36,7 @@ from parquetry.errors import (
     NotFound,
     ParquetryError,
     PointerCorruptedWarning,
+    VersionExpired,
 )
 from parquetry.store import Store
 
@@ -124,7 +125,7 @@ def roll_forward_state(
     applied to the state loaded from scratch). ``probe``: ``_versions/<number + 1>`` when
     the caller read it already (None: missing)."""
     requests = 0
-    moved = False
+    moved = skipped = False
     while True:
         if probe is NOT_PROBED:
             requests += 1
@@ -132,9 +133,18 @@ def roll_forward_state(
         else:
             v, probe = probe, NOT_PROBED
         if v is None:
+            if doc is None and skipped:
+                doc = load_state(store, uuid, number)  # VersionExpired: expired meanwhile
             return doc, number, requests, moved
         number += 1
         moved = True
+        if v[0] == "tombstone" and doc is not None:
+            # Garbage collection expired this version after ``doc`` was read: its changes
+            # are gone, and skipping them would build on a wrong state (a conflict-safe
+            # commit would miss what it removed, a txn replay would commit twice). The state
+            # is loaded again from the checkpoint GC wrote before tombstoning.
+            doc, skipped = None, True
+            continue
         if doc is None and v[0] == "entry" and not self_contained(v[1]):
             doc = load_state(store, uuid, number)
             continue
@@ -249,13 +259,14 @@ def _newest_by_listing(store: Store, uuid: str) -> DatasetDocument | None:
 
 
 def load_state(store: Store, uuid: str, number: int) -> DatasetDocument:
-    """The state of version ``number`` (DatasetNotFound if it does not exist or expired)."""
+    """The state of version ``number`` (DatasetNotFound if it does not exist, its subclass
+    VersionExpired if garbage collection expired it)."""
     key = version_key(uuid, number)
     v = read_version(store, uuid, number)
     if v is None:
         raise DatasetNotFound(f"dataset {uuid!r} has no version {number}", key=key)
     if v[0] == "tombstone":
-        raise DatasetNotFound(
+        raise VersionExpired(
             f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
         )
     if v[0] == "doc" or self_contained(v[1]):
@@ -291,7 +302,7 @@ def load_state(store: Store, uuid: str, number: int) -> DatasetDocument:
         if attempt:
             now = read_version(store, uuid, number)
             if now is not None and now[0] == "tombstone":  # expired while this walked
-                raise DatasetNotFound(
+                raise VersionExpired(
                     f"version {number} of dataset {uuid!r} expired (garbage collected)", key=key
                 )
             raise MetadataCorrupted(

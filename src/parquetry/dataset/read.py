@@ -213,7 +213,11 @@ def read_whole_file(
         if unsafe:
             return list(read_row_groups(store, schema, planned, columns, decryption))
         try:
-            pf = pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us")
+            pf = pq.ParquetFile(
+                pa.BufferReader(data),
+                coerce_int96_timestamp_unit="us",
+                page_checksum_verification=True,  # as open_parquet: a CRC mismatch raises
+            )
             reader = _FileReader(store, schema, planned, list(columns), (), None, opened=pf)
             whole = reader.pf.read(reader.available, use_threads=False)
             return [reader._typed(whole, None)]

@@ -228,6 +228,24 @@ def follow_schema(store: Store, committed: DatasetDocument) -> None:
         doc = newest.doc
 
 
+def _check_stats_columns(
+    uuid: str, files: Sequence[FileDescription], schema: pa.Schema | None
+) -> None:
+    """Refuse statistics of columns the dataset's schema does not have: committed, they made
+    every later open of the dataset fail (its document is checked when read)."""
+    if schema is None:
+        return
+    names = set(schema.names)
+    for f in files:
+        unknown = sorted(set(f.stats) - names)
+        if unknown:
+            raise InvalidArgument(
+                f"file {f.key} of dataset {uuid!r} has statistics of columns not in the "
+                f"schema: {unknown[:3]} (a file may hold more columns, not their statistics)",
+                key=f.key,
+            )
+
+
 def commit_described_files(
     store: Store,
     uuid: str,
@@ -262,6 +280,7 @@ def commit_described_files(
     if mode == "create" or not dataset_exists(store, uuid):
         if schema is None:
             schema = schema_from_files(store, files, partition_on)
+        _check_stats_columns(uuid, files, schema)
         return create_from_files(
             store,
             uuid,
@@ -280,6 +299,7 @@ def commit_described_files(
     if overwrite_schema:
         if schema is None:
             schema = schema_from_files(store, files, partition_on)
+        _check_stats_columns(uuid, files, schema)
         return commit_change(
             store,
             base,
@@ -302,6 +322,7 @@ def commit_described_files(
             uuid, base.doc.schema, schema, merge=merge_schema, partition_on=keys
         )
         written = None if target.equals(base.doc.schema) else target
+    _check_stats_columns(uuid, files, written if written is not None else base.doc.schema)
     if partition_on and tuple(partition_on) != keys:
         raise InvalidArgument(
             f"dataset {uuid!r} is partitioned on {keys}, not {tuple(partition_on)}"

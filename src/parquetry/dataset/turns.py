@@ -108,7 +108,15 @@ class Turn:
             return (int(raw["number"]), str(raw["owner"]), float(raw["since"])), version
         except NotFound:
             return None, None
-        except (ParquetryError, ValueError, TypeError, KeyError, AttributeError):
+        except (
+            ParquetryError,
+            ValueError,
+            TypeError,
+            KeyError,
+            AttributeError,
+            OverflowError,  # {"number": 1e400}: int(inf)
+            RecursionError,  # deeply nested JSON
+        ):
             return None, ""
 
     def _decide(self, found: tuple[int, str, float] | None, number: int) -> str | None:

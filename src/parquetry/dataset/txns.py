@@ -39,7 +39,7 @@ def check_txn(txn: Any) -> Txn | None:
     """``txn`` validated (None stays None).
 
     Raises:
-        InvalidArgument: not a (non-empty string, integer >= 0) pair.
+        InvalidArgument: not a (non-empty string, integer in [0, 2**63)) pair.
     """
     if txn is None:
         return None
@@ -49,8 +49,11 @@ def check_txn(txn: Any) -> Txn | None:
         raise InvalidArgument(f"txn must be (app_id, version), got {txn!r}") from None
     if not isinstance(app, str) or not app:
         raise InvalidArgument(f"txn app_id must be a non-empty string, got {app!r}")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise InvalidArgument(f"txn version must be an integer >= 0, got {version!r}")
+    if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version < 1 << 63:
+        # A 64-bit signed version, as Delta's and Spark's: a larger one failed deep in the
+        # commit with a raw ValueError (10**5000 cannot even be written as JSON).
+        shown = version if not isinstance(version, int) or version.bit_length() < 256 else "huge"
+        raise InvalidArgument(f"txn version must be an integer in [0, 2**63), got {shown!r}")
     return app, version
 
 

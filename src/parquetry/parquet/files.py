@@ -107,6 +107,9 @@ def open_parquet(
             pre_buffer=pre_buffer,
             # Spark's default INT96 timestamps overflow nanoseconds outside 1677-2262.
             coerce_int96_timestamp_unit="us",
+            # A page written with a CRC that no longer matches is damaged: an error naming
+            # the file, not silently wrong values (pyarrow does not check by default).
+            page_checksum_verification=True,
             decryption_properties=(
                 decryption.file_decryption_properties() if decryption is not None else None
             ),

@@ -19,8 +19,11 @@ columns. Page headers (with their CRCs) are copied verbatim: they do not hold of
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Sequence
 from typing import Any
+
+import pyarrow as pa
 
 from parquetry.parquet.footer import MAGIC
 from parquetry.parquet.statsmerge import merge_statistics
@@ -28,6 +31,7 @@ from parquetry.parquet.thrift import ThriftError, read_struct, write_struct
 from parquetry.parquet.thrift_schema import FILE_META_DATA, PAGE_HEADER
 
 __all__ = [
+    "DamagedPage",
     "RowGroupAssembler",
     "chunk_range",
     "copy_check",
@@ -40,6 +44,44 @@ _DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
 _MAX_ORDINAL = (1 << 15) - 1
 #: Schema element fields that decide how bytes are read (not field_id, not the root name).
 _ELEMENT_FIELDS = (1, 2, 3, 4, 5, 6, 7, 8, 10)
+
+
+#: Parquet codecs whose pages are test-decompressed before being copied (LZO and the
+#: Hadoop-framed LZ4 have no pyarrow codec of that exact framing: checked by CRC only).
+_CODECS = {1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4_raw"}
+
+
+class DamagedPage(ValueError):
+    """A page whose bytes fail their CRC or do not decompress: the file is damaged, and
+    copying the page would carry the damage into the output (and, when pages of several
+    files are concatenated, make the other files' rows of that chunk unreadable too)."""
+
+
+def _check_body(
+    data: bytes | memoryview, pos: int, body: int, header: dict[int, Any], codec: int
+) -> None:
+    size = header[3]
+    crc = header.get(4)
+    if isinstance(crc, int) and zlib.crc32(data[body : body + size]) != crc & 0xFFFFFFFF:
+        raise DamagedPage(f"page at byte {pos} fails its CRC")
+    name = _CODECS.get(codec)
+    v2 = header.get(8) if header[1] == _DATA_PAGE_V2 else None
+    if name is None or (v2 is not None and v2.get(7) is False):
+        return
+    skip = 0
+    if v2 is not None:
+        skip = (v2.get(5) or 0) + (v2.get(6) or 0)
+    raw = header.get(2)
+    if not isinstance(raw, int) or raw - skip < 0 or skip > size:
+        raise DamagedPage(f"page at byte {pos} has impossible sizes")
+    if raw - skip == 0:
+        return
+    try:
+        pa.Codec(name).decompress(
+            pa.py_buffer(bytes(data[body + skip : body + size])), decompressed_size=raw - skip
+        )
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise DamagedPage(f"page at byte {pos} does not decompress ({exc})") from None
 
 
 def _element_key(element: dict[int, Any], root: bool) -> tuple[Any, ...]:
@@ -65,12 +107,17 @@ def chunk_range(cmd: dict[int, Any]) -> tuple[int, int]:
     return start, cmd[7]
 
 
-def walk_pages(data: bytes | memoryview, start: int, length: int) -> tuple[int, bool]:
+def walk_pages(
+    data: bytes | memoryview, start: int, length: int, codec: int | None = None
+) -> tuple[int, bool]:
     """Check that the pages of a chunk tile ``[start, start + length)`` exactly; return the
-    number of values in its data pages and whether it holds a dictionary page.
+    number of values in its data pages and whether it holds a dictionary page. With the
+    chunk's ``codec``, also check every page's CRC (when it has one) and that its body
+    decompresses to the size its header says.
 
     Raises:
         ValueError: a page header is malformed or a page runs past the chunk.
+        DamagedPage: (with ``codec``) a page fails its CRC or does not decompress.
     """
     pos, end, values, dictionary = start, start + length, 0, False
     while pos < end:
@@ -82,6 +129,8 @@ def walk_pages(data: bytes | memoryview, start: int, length: int) -> tuple[int, 
         if not isinstance(size, int) or size < 0 or body + size > end or 1 not in header:
             raise ValueError(f"page at byte {pos} runs past its column chunk")
         kind = header[1]
+        if codec is not None:
+            _check_body(data, pos, body, header, codec)
         if kind == _DICTIONARY_PAGE:
             if pos != start or 7 not in header:
                 raise ValueError(f"dictionary page at byte {pos} is not the chunk's first page")
@@ -103,7 +152,12 @@ def copy_check(
 ) -> str | None:
     """Why the row groups of a file (its footer ``meta``, its bytes ``data`` whose footer
     starts at ``footer_start``) cannot be copied into a file of schema ``expected``
-    (:func:`schema_key`), or None when they can."""
+    (:func:`schema_key`), or None when they can.
+
+    Raises:
+        DamagedPage: a page of the file fails its CRC or does not decompress (a damaged
+            file, which must not be copied nor silently decoded).
+    """
     if 8 in meta:
         return "encrypted"
     if schema_key(meta) != expected:
@@ -124,11 +178,17 @@ def copy_check(
             if start < len(MAGIC) or length <= 0 or start + length > footer_start:
                 return f"a column chunk of row group {n} lies outside the file's data"
             try:
-                values, _ = walk_pages(data, start, length)
+                values, dictionary = walk_pages(data, start, length, cmd[4])
+            except DamagedPage as exc:
+                raise DamagedPage(f"row group {n}: {exc}") from None
             except ValueError as exc:
                 return f"row group {n}: {exc}"
             if values != cmd[5]:
                 return f"a column chunk of row group {n} holds {values} values, not {cmd[5]}"
+            if dictionary and not (cmd.get(11) or 0) > 0:
+                # mergeable() decides from the footer: an undeclared dictionary page would
+                # be concatenated into the middle of a merged chunk.
+                return f"a column chunk of row group {n} has an undeclared dictionary page"
     return None
 
 
