@@ -6,7 +6,8 @@ between, the file is gone. Nothing is corrupted: the operation's base went stale
 the fix this raised ``MetadataCorrupted("data file ... is missing")``, which sends a user
 towards a repair or a restore. Now: upsert runs again on the newest version (its input is
 complete), delete/update raise a retryable CommitConflict saying the base version was
-garbage collected; a file missing from the newest version still is MetadataCorrupted.
+garbage collected; a plain read of that version raises VersionExpired; a file missing from
+the newest version still is MetadataCorrupted.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from parquetry.dataset import Dataset
 from parquetry.dataset.gc import garbage_collect
 from parquetry.dataset.staleread import BaseCollected
-from parquetry.errors import CommitConflict, MetadataCorrupted
+from parquetry.errors import CommitConflict, MetadataCorrupted, VersionExpired
 from parquetry.store import MemoryStore
 from parquetry.store.base import ObjectMeta
 from parquetry.store.wrappers import WrapperStore
@@ -107,6 +108,18 @@ def test_delete_and_update_racing_gc_conflict_and_change_nothing(operation: str)
     assert _rows(store) == [(0, "a"), (10, "d")]
 
 
+@pytest.mark.parametrize("how", ["read", "scan"])
+def test_reading_a_version_gc_collects_meanwhile_says_it_expired(how: str) -> None:
+    store, racing, stale = _stale(1)
+    with pytest.raises(VersionExpired, match="version 0 was garbage collected while") as caught:
+        stale.read() if how == "read" else list(stale.scan())
+    assert caught.value.key is not None
+    assert "/p=0/" in caught.value.key
+    assert "the newest version is 1" in str(caught.value)
+    assert racing.report is not None
+    assert _rows(store) == [(0, "a"), (1, "b"), (10, "d")]
+
+
 def test_a_file_missing_from_the_newest_version_still_is_metadata_corrupted() -> None:
     store = MemoryStore()
     data = pa.table({"p": [0, 0, 1], "id": [0, 1, 10], "v": ["a", "b", "d"]})
@@ -115,5 +128,9 @@ def test_a_file_missing_from_the_newest_version_still_is_metadata_corrupted() ->
     store.delete(key)
     with pytest.raises(MetadataCorrupted, match="is missing"):
         Dataset.open(store, "ds").delete_where([[("id", "==", 1)]])
+    with pytest.raises(MetadataCorrupted, match="is missing"):
+        Dataset.open(store, "ds").read()
+    with pytest.raises(MetadataCorrupted, match="is missing"):
+        list(Dataset.open(store, "ds").scan())
     with pytest.raises(MetadataCorrupted, match="is missing"):
         Dataset.open(store, "ds").upsert(pa.table({"p": [0], "id": [0], "v": ["A"]}), on=["id"])

@@ -6,6 +6,8 @@ collection (retention 0) ran in between, the file is gone although nothing is co
 the operation's base went stale, as when it loses a commit race. The reader then re-checks
 the current state: a file the newest version still references is really missing
 (MetadataCorrupted stays); otherwise :class:`BaseCollected`, a retryable CommitConflict.
+A plain read of such a version (``Dataset.read``/``scan`` on a handle GC expired) raises
+VersionExpired the same way (:func:`version_collected`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from parquetry.dataset.plan import PlannedFile
-from parquetry.errors import CommitConflict, MetadataCorrupted
+from parquetry.errors import CommitConflict, MetadataCorrupted, VersionExpired
 
 if TYPE_CHECKING:
-    from parquetry.dataset.dataset import Dataset
+    from parquetry.dataset.reading import VersionReader as Dataset
 
-__all__ = ["BaseCollected", "read_base_file"]
+__all__ = ["BaseCollected", "read_base_file", "version_collected"]
 
 
 class BaseCollected(CommitConflict):
@@ -58,3 +60,21 @@ def read_base_file(
             key=planned.key,
             store=ds.store.url,
         ) from None
+
+
+def version_collected(ds: Dataset, exc: MetadataCorrupted) -> VersionExpired | None:
+    """VersionExpired when ``exc`` (a data file of ``ds``'s version is missing) is due to
+    garbage collection: the newest version no longer references the file; else None."""
+    key = exc.key
+    if key is None or key not in {k for f in ds.document.partitions.values() for k in f.values()}:
+        return None
+    number, keys = _newest_keys(ds)
+    if key in keys:
+        return None  # the newest version needs it: really missing
+    return VersionExpired(
+        f"dataset {ds.uuid!r}: version {ds.version} was garbage collected while it was read "
+        f"(its data file {key} is gone; the newest version is {number}): open the dataset "
+        "again to read the newest version",
+        key=key,
+        store=ds.store.url,
+    )
