@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from parquetry.dataset import Dataset
 from parquetry.dataset.plan import PlannedFile
 from parquetry.dataset.read import read_planned_file, read_whole_file
-from parquetry.errors import InvalidFormat, ParquetryError
+from parquetry.errors import InvalidArgument, InvalidFormat, ParquetryError
 from parquetry.parquet import WriteOptions
 from parquetry.parquet.utf8 import check_utf8
 from parquetry.store import MemoryStore
@@ -150,3 +150,21 @@ def test_reading_a_file_of_random_bytes_raises_or_returns_them(values: list[byte
                 read()
             assert isinstance(caught.value, InvalidFormat)
             assert caught.value.key == "ds/table/f.parquet"
+
+
+def test_writing_invalid_utf8_is_refused_naming_the_column() -> None:
+    """Regression: an unvalidated Arrow string array (``from_buffers``) failed with a raw
+    UnicodeDecodeError while statistics were collected, after its file was written."""
+    values = [b"ok", b"caf\xc3\xa9", b"\xff\xfe", b"fine"]
+    table = pa.table({"id": pa.array(range(4), pa.int64()), "s": _string_array(values, False)})
+    store = MemoryStore()
+    with pytest.raises(InvalidArgument, match=r"column 's' .* not valid UTF-8 \(row 2 "):
+        Dataset.create(store, "ds", table)
+    good = pa.table({"id": pa.array([9], pa.int64()), "s": ["x"]})
+    ds = Dataset.create(store, "ds", good)
+    with pytest.raises(InvalidArgument, match="not valid UTF-8"):
+        ds.append(table)
+    assert Dataset.open(store, "ds").read().to_pydict() == {"id": [9], "s": ["x"]}
+    assert [m.key for m in store.list("ds/table") if m.key.endswith(".parquet")] == [
+        k for files in ds.document.partitions.values() for k in files.values()
+    ]
