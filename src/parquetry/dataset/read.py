@@ -29,6 +29,7 @@ from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import open_parquet, read_failure
 from parquetry.parquet.footer import RawFooter, footer_from_bytes
 from parquetry.parquet.footer_check import pyarrow_hazard
+from parquetry.parquet.utf8 import check_utf8
 from parquetry.store import Store
 
 __all__ = [
@@ -142,7 +143,10 @@ class _FileReader:
             elif name in self.missing:
                 arrays[name] = pa.chunked_array([pa.nulls(n, type=t)], type=t)
             else:
-                arrays[name] = _cast_column(table.column(name), t, name, self.planned.key)
+                column = table.column(name)
+                # pyarrow does not check UTF-8: a damaged value would fail later, raw.
+                check_utf8(column, self.planned.key, name)
+                arrays[name] = _cast_column(column, t, name, self.planned.key)
         fields = [self.schema.field(k) for k in arrays]
         out = pa.table(list(arrays.values()), schema=pa.schema(fields))
         if row_filter is not None:

@@ -23,8 +23,9 @@ from parquetry.dataset.plan import PlannedFile, ScanPlan, make_plan
 from parquetry.dataset.predicates import validate_predicates
 from parquetry.dataset.read import read_plan, read_planned_file, scan_plan
 from parquetry.dataset.schema import normalise_type
+from parquetry.dataset.staleread import version_collected
 from parquetry.dataset.versions import LoadedState, latest_version_number
-from parquetry.errors import InvalidArgument, UnknownColumn
+from parquetry.errors import InvalidArgument, MetadataCorrupted, UnknownColumn
 from parquetry.parquet import DecryptionSettings
 from parquetry.store import Store
 
@@ -187,7 +188,14 @@ class VersionReader:
 
     def read(self, *, columns: Sequence[str] | None = None, predicates: Any = None) -> pa.Table:
         """Rows of this version matching ``predicates``, projected to ``columns``."""
-        tables = list(self._read_tables(columns, predicates))
+        try:
+            tables = list(self._read_tables(columns, predicates))
+        except MetadataCorrupted as exc:
+            # A file of this version GC collected meanwhile: expired, not corrupted.
+            expired = version_collected(self, exc)
+            if expired is None:
+                raise
+            raise expired from None
         target = (
             self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
         )
@@ -211,7 +219,13 @@ class VersionReader:
         self._check_columns(columns)
         plan = self.plan(predicates)
         self._check_keys(columns, plan)
-        yield from scan_plan(self.store, self.schema, plan, columns, self._decryption)
+        try:
+            yield from scan_plan(self.store, self.schema, plan, columns, self._decryption)
+        except MetadataCorrupted as exc:
+            expired = version_collected(self, exc)
+            if expired is None:
+                raise
+            raise expired from None
 
     def to_pyarrow_dataset(self) -> pads.Dataset:
         """A ``pyarrow.dataset`` over exactly this version's files (partition columns typed)."""

@@ -69,6 +69,10 @@ concurrent schema change is taken when this rewrite's files fit it
 ``check_added(base, labels)`` (optional) is then called with the labels the newer version
 has that this rewrite's did not (the files concurrent commits added) and may raise a
 CommitConflict (upsert: files holding its keys; it then runs again on the new version).
+A file this rewrite reads that is gone while the newest version no longer references it
+(a newer version removed it and garbage collection deleted it meanwhile) raises
+:class:`~parquetry.dataset.staleread.BaseCollected`, a CommitConflict, not
+MetadataCorrupted: the base is stale, nothing is corrupted.
 
 Failures
 ========
@@ -95,6 +99,7 @@ from parquetry.dataset.intents import abandon_files, claim_for_commit
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.ops import apply_change, fit_concurrent_schema
 from parquetry.dataset.plan import PlannedFile
+from parquetry.dataset.staleread import read_base_file
 from parquetry.dataset.versions import LoadedState
 from parquetry.dataset.write import FileDescription
 from parquetry.errors import CommitConflict, InvalidArgument
@@ -302,6 +307,7 @@ def _walk(
     progress: Progress | None,
     on_edit: Callable[[FileEdit], None],
     concurrency: int = 1,
+    operation: str = "rewrite",
 ) -> tuple[list[str], list[str], list[str], _Counts]:
     """Read ``read``, at most ``concurrency`` files at a time, each read, edited and
     written (``on_edit``) by one task; results are taken in order, so the outcome does
@@ -311,7 +317,8 @@ def _walk(
         raise InvalidArgument(f"concurrency must be >= 1, got {concurrency}")
 
     def one(label: str) -> _Done:
-        table = ds.read_file(_planned(ds, label))
+        # A file garbage collected meanwhile is a stale base (BaseCollected), not corruption.
+        table = read_base_file(ds, _planned(ds, label), operation)
         decided = _check_edit(edit(label, table), label, ds)
         del table  # the input is not needed while its output is written
         if decided is None:
@@ -481,7 +488,7 @@ def rewrite(
         read, dropped = _labels(ds, labels, drop)
         writer = _Writer(ds, write_options, buffer_bytes, added)
         rewritten, unchanged, emptied, counts = _walk(
-            ds, read, edit, progress, writer.add, concurrency
+            ds, read, edit, progress, writer.add, concurrency, operation
         )
         writer.flush()
         recorded = counts.merged(metrics or {})

@@ -39,6 +39,9 @@ Concurrency (serializable in commit order, per key): when another writer committ
   the files). Which added files hold a key is decided with the cheapest evidence first:
   partition values, min/max statistics, then the added files' key columns
   (:func:`~parquetry.dataset.upsertkeys.added_holding_keys`);
+- a file the upsert reads was garbage collected while it ran (a newer version removed
+  it): :class:`~parquetry.dataset.staleread.BaseCollected`, the upsert runs again on the
+  newest version (counted in ``max_retries``);
 - otherwise the engine re-applies the upsert on the newer version.
 
 So the result equals running the committed upserts one after another in commit order:
@@ -58,6 +61,7 @@ import pyarrow as pa
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.rewrite import FileEdit, Progress, rewrite_files
+from parquetry.dataset.staleread import BaseCollected, read_base_file
 from parquetry.dataset.upsert_evolve import evolved_for_write
 from parquetry.dataset.upsertkeys import (
     DATA_ROW,
@@ -117,7 +121,7 @@ def _scan(
     else:
         hit = np.zeros(data_rows, dtype=bool)
         for label in found.labels:
-            file_keys = ds.read_file(planned_file(ds, label), columns=list(on))
+            file_keys = read_base_file(ds, planned_file(ds, label), "upsert", list(on))
             pairs = match_rows(file_keys, keys, on)
             del file_keys
             if pairs.num_rows:
@@ -221,7 +225,8 @@ def upsert(
                 max_retries=max_retries,
                 progress=progress,
             )
-        except _KeysAdded:
+        except (_KeysAdded, BaseCollected):
+            # Nothing committed and ``data`` is complete: the plan is made again.
             attempt += 1
             if max_retries is not None and attempt > max_retries:
                 raise

@@ -26,6 +26,7 @@ from parquetry.dataset.schema import cast_to_schema
 from parquetry.dataset.stats import ColumnStats, compute_stats
 from parquetry.errors import InvalidArgument, UnknownColumn
 from parquetry.parquet import WriteOptions
+from parquetry.parquet.utf8 import first_invalid
 from parquetry.store import PutMode, Store
 
 __all__ = ["Batches", "FileDescription", "iter_input", "storage_schema", "write_files"]
@@ -201,6 +202,13 @@ class _FileWriter:
     def write(
         self, data: pa.Table, partition: tuple[tuple[str, Any], ...], label: str, key: str
     ) -> FileDescription:
+        for name in data.column_names:
+            bad = first_invalid(data.column(name))
+            if bad is not None:  # refused before anything is written: no damaged file
+                raise InvalidArgument(
+                    f"column {name!r} of the data holds a string value that is not valid "
+                    f"UTF-8 (row {bad} of the rows for partition {label!r})"
+                )
         sink = io.BytesIO()
         pq.write_table(data, sink, **self.opts.writer_kwargs(data.schema), **_rg(self.opts))
         payload = sink.getvalue()

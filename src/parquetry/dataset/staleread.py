@@ -1,0 +1,80 @@
+"""Reading a file of an operation's base version, which garbage collection may delete.
+
+A row operation (upsert, delete_where, update_where) plans on its handle's version and then
+reads the files it matched. When a newer version removed such a file and garbage
+collection (retention 0) ran in between, the file is gone although nothing is corrupted:
+the operation's base went stale, as when it loses a commit race. The reader then re-checks
+the current state: a file the newest version still references is really missing
+(MetadataCorrupted stays); otherwise :class:`BaseCollected`, a retryable CommitConflict.
+A plain read of such a version (``Dataset.read``/``scan`` on a handle GC expired) raises
+VersionExpired the same way (:func:`version_collected`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from parquetry.dataset.plan import PlannedFile
+from parquetry.errors import CommitConflict, MetadataCorrupted, VersionExpired
+
+if TYPE_CHECKING:
+    from parquetry.dataset.reading import VersionReader as Dataset
+
+__all__ = ["BaseCollected", "read_base_file", "version_collected"]
+
+
+class BaseCollected(CommitConflict):
+    """A file of the operation's base version was garbage collected while it ran (a newer
+    version no longer references it): nothing is committed, running again is safe."""
+
+
+def _newest_keys(ds: Dataset) -> tuple[int, set[str]]:
+    from parquetry.dataset.dataset import Dataset
+
+    newest = Dataset.open(ds.store, ds.uuid, decryption=ds._decryption)
+    keys = {key for files in newest.document.partitions.values() for key in files.values()}
+    return newest.version, keys
+
+
+def read_base_file(
+    ds: Dataset, planned: PlannedFile, operation: str, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """``ds.read_file(planned, columns)``; a missing file the newest version no longer
+    references raises :class:`BaseCollected` naming it (see the module docstring)."""
+    try:
+        return ds.read_file(planned, columns=columns)
+    except MetadataCorrupted as exc:
+        if exc.key != planned.key:
+            raise
+        number, keys = _newest_keys(ds)
+        if planned.key in keys:
+            raise  # the newest version needs it: really missing
+        raise BaseCollected(
+            f"dataset {ds.uuid!r}: data file {planned.key} (partition {planned.label!r}) of "
+            f"version {ds.version}, which this {operation} read, was garbage collected while "
+            f"it ran (the newest version, {number}, no longer references it); nothing is "
+            f"committed: run it again on the newest version",
+            key=planned.key,
+            store=ds.store.url,
+        ) from None
+
+
+def version_collected(ds: Dataset, exc: MetadataCorrupted) -> VersionExpired | None:
+    """VersionExpired when ``exc`` (a data file of ``ds``'s version is missing) is due to
+    garbage collection: the newest version no longer references the file; else None."""
+    key = exc.key
+    if key is None or key not in {k for f in ds.document.partitions.values() for k in f.values()}:
+        return None
+    number, keys = _newest_keys(ds)
+    if key in keys:
+        return None  # the newest version needs it: really missing
+    return VersionExpired(
+        f"dataset {ds.uuid!r}: version {ds.version} was garbage collected while it was read "
+        f"(its data file {key} is gone; the newest version is {number}): open the dataset "
+        "again to read the newest version",
+        key=key,
+        store=ds.store.url,
+    )
