@@ -221,3 +221,21 @@ def test_no_file_descriptor_leaks(tmp_path: Path) -> None:
     for _ in range(20):
         round_()
     assert open_fds() == before
+
+
+def test_stream_writes_a_hidden_temporary_file_and_abort_removes_it(tmp_path: Path) -> None:
+    """A streamed object fills a temporary file of its directory (never listed); an abort
+    removes it and the directories made for it; a commit leaves only the object."""
+    store = LocalStore(tmp_path)
+    w = store.open_writer("a/b/obj")
+    w.write(b"x" * 3_000_000)
+    temps = [p.name for p in (tmp_path / "a" / "b").iterdir()]
+    assert len(temps) == 1
+    assert temps[0].startswith(".parquetry-tmp-")
+    assert list(store.list()) == []
+    w.abort()
+    assert list(tmp_path.iterdir()) == []  # temporary file and directories gone
+    with store.open_writer("a/b/obj") as w:
+        w.write(b"y" * 3_000_000)
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["obj"]
+    assert (tmp_path / "a" / "b" / "obj").read_bytes() == b"y" * 3_000_000

@@ -227,3 +227,57 @@ def test_endpoint_from_environment_allows_http(
     store.put("from-env", b"hello")
     assert store.get("from-env") == b"hello"
     assert open_store(url, **options).get("from-env") == b"hello"
+
+
+def _open_uploads(moto_server: MotoServer, bucket: str) -> list[str]:
+    """Keys of the bucket's multipart uploads in progress (S3 ListMultipartUploads)."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(f"{moto_server.endpoint}/{bucket}?uploads", timeout=60) as resp:
+        body = resp.read().decode()
+    return re.findall(r"<Key>([^<]*)</Key>", body)
+
+
+@pytest.mark.s3
+def test_large_streams_are_multipart_uploads_aborted_on_failure(moto_server: MotoServer) -> None:
+    """A streamed object larger than one part is a multipart upload: invisible while it
+    runs, completed at commit, aborted (no upload left in the bucket) on an exception or
+    when a create-if-absent finds the key taken."""
+    from parquetry.errors import AlreadyExists
+    from parquetry.store import PutMode
+
+    bucket = moto_server.create_bucket()
+    store = open_store(moto_server.url(bucket, prefix="root"), **moto_server.options())
+    data = bytes(range(256)) * (80 << 12)  # 20 MiB: three 8 MiB parts
+    w = store.open_writer("mp/k")
+    for at in range(0, len(data), 1 << 20):
+        w.write(data[at : at + (1 << 20)])
+    assert _open_uploads(moto_server, bucket) == ["root/mp/k"]
+    assert not store.exists("mp/k")
+    assert w.commit().size == len(data)
+    assert store.get("mp/k") == data
+    assert _open_uploads(moto_server, bucket) == []
+
+    def fail_while_writing() -> None:
+        with store.open_writer("mp/failed") as w:
+            w.write(data)
+            assert _open_uploads(moto_server, bucket) == ["root/mp/failed"]
+            raise RuntimeError("the producer failed")
+
+    def create_over(key: str, rival: bool) -> None:
+        with store.open_writer(key, mode=PutMode.CREATE) as w:
+            w.write(data[: 9 << 20])  # more than a part: the HEAD before it finds "mp/k"
+            if rival:
+                store.put(key, b"first")  # created while our upload runs: caught at commit
+            w.write(data[9 << 20 :])
+
+    with pytest.raises(RuntimeError, match="producer"):
+        fail_while_writing()
+    with pytest.raises(AlreadyExists, match="'mp/k'"):
+        create_over("mp/k", rival=False)
+    with pytest.raises(AlreadyExists, match="'mp/late'"):
+        create_over("mp/late", rival=True)
+    assert store.get("mp/late") == b"first"
+    assert _open_uploads(moto_server, bucket) == []
+    assert sorted(m.key for m in store.list()) == ["mp/k", "mp/late"]

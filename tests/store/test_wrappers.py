@@ -149,3 +149,25 @@ def test_counting_store_counts_failed_requests() -> None:
         store.get_range("missing", 0, 10)
     assert store.counts == {"get": 1, "get_range": 1}
     assert store.bytes_read == 0
+
+
+def test_streamed_writes_through_wrappers() -> None:
+    """A streamed object is one ``put`` for CountingStore (bytes counted) and reaches a
+    wrapper that overrides ``_put`` through that ``_put`` (here: a dry run records it and
+    writes nothing), so wrappers written before streaming keep seeing every write."""
+    from parquetry.cli.maintenance import DryRunStore
+
+    inner = MemoryStore()
+    counting = CountingStore(inner)
+    with counting.open_writer("s/k") as w:
+        for _ in range(3):
+            w.write(b"x" * 700_000)
+    assert counting.counts == {"put": 1}
+    assert counting.bytes_written == 2_100_000
+    assert counting.log == [("put", "s/k")]
+    dry = DryRunStore(inner)
+    with dry.open_writer("s/dry") as w:
+        w.write(b"abc")
+    assert dry.written == ["s/dry"]
+    assert not inner.exists("s/dry")
+    assert sorted(m.key for m in inner.list()) == ["s/k"]

@@ -15,6 +15,7 @@ from parquetry.store.objectstore import ObjectStore
 from parquetry.store.rangefile import StoreFile
 from parquetry.store.url import open_store
 from parquetry.store.wrappers import ReadOnlyStore, WrapperStore
+from parquetry.store.writer import StoreWriter
 
 __all__ = [
     "WRITE_CAPABILITIES",
@@ -28,6 +29,7 @@ __all__ = [
     "ReadOnlyStore",
     "Store",
     "StoreFile",
+    "StoreWriter",
     "WrapperStore",
     "join_key",
     "open_store",

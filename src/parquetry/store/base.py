@@ -2,8 +2,9 @@
 
 A store maps ``/``-separated relative keys to immutable byte objects. Everything the layers
 above need is built on: get (whole or a byte range), head, put with a mode (overwrite,
-create-if-absent, update-if-version-matches), delete and list. The API is synchronous on
-purpose: Spark executors and the CLI are synchronous callers.
+create-if-absent, update-if-version-matches), its streaming form (``open_writer``), delete
+and list. The API is synchronous on purpose: Spark executors and the CLI are synchronous
+callers.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from parquetry.store.keys import validate_key, validate_prefix
 
 if TYPE_CHECKING:
     from parquetry.store.rangefile import StoreFile
+    from parquetry.store.writer import StoreWriter, Upload
 
 __all__ = [
     "Capability",
@@ -191,18 +193,7 @@ class Store(ABC):
         PreconditionFailed; NotFound if it is gone). Returns the new object's metadata.
         """
         key = validate_key(key)
-        if not isinstance(mode, PutMode):
-            raise InvalidArgument(f"put({key!r}): mode must be a PutMode, got {mode!r}", key=key)
-        if mode is PutMode.OVERWRITE:
-            self.require(Capability.WRITE)
-        elif mode is PutMode.CREATE:
-            self.require(Capability.WRITE, Capability.CONDITIONAL_CREATE)
-        else:
-            self.require(Capability.WRITE, Capability.COMPARE_AND_SWAP)
-            if expected_version is None:
-                raise InvalidArgument(f"put({key!r}, mode=UPDATE) needs expected_version", key=key)
-        if mode is not PutMode.UPDATE and expected_version is not None:
-            raise InvalidArgument(f"expected_version is only valid with mode=UPDATE ({key!r})")
+        self._check_mode("put", key, mode, expected_version)
         if isinstance(data, bytearray):
             data = bytes(data)
         elif not isinstance(data, bytes | memoryview):
@@ -217,6 +208,43 @@ class Store(ABC):
         if isinstance(data, memoryview) and (data.format != "B" or not data.c_contiguous):
             data = data.cast("B") if data.c_contiguous else memoryview(data.tobytes())
         return self._put(key, data, mode, expected_version)
+
+    def open_writer(
+        self,
+        key: str,
+        *,
+        mode: PutMode = PutMode.OVERWRITE,
+        expected_version: str | None = None,
+    ) -> StoreWriter:
+        """A binary sink that writes one object piece by piece (a streaming :meth:`put`).
+
+        Same modes and checks as :meth:`put`, and the same atomicity: nothing is visible
+        until the writer commits (a ``with`` block ending normally, ``commit()`` or
+        ``close()``), and an exception leaving the block (or ``abort()``) leaves the key as
+        it was. What a writer holds in memory, and what a killed process leaves behind,
+        depend on the backend (see :mod:`parquetry.store.writer` and the backends' docs).
+        """
+        from parquetry.store.writer import StoreWriter
+
+        key = validate_key(key)
+        self._check_mode("open_writer", key, mode, expected_version)
+        return StoreWriter(self.url, key, self._open_upload(key, mode, expected_version))
+
+    def _check_mode(self, what: str, key: str, mode: PutMode, expected_version: str | None) -> None:
+        if not isinstance(mode, PutMode):
+            raise InvalidArgument(f"{what}({key!r}): mode must be a PutMode, got {mode!r}", key=key)
+        if mode is PutMode.OVERWRITE:
+            self.require(Capability.WRITE)
+        elif mode is PutMode.CREATE:
+            self.require(Capability.WRITE, Capability.CONDITIONAL_CREATE)
+        else:
+            self.require(Capability.WRITE, Capability.COMPARE_AND_SWAP)
+            if expected_version is None:
+                raise InvalidArgument(
+                    f"{what}({key!r}, mode=UPDATE) needs expected_version", key=key
+                )
+        if mode is not PutMode.UPDATE and expected_version is not None:
+            raise InvalidArgument(f"expected_version is only valid with mode=UPDATE ({key!r})")
 
     def delete(self, key: str, *, missing_ok: bool = False) -> None:
         """Delete one object. Raises NotFound unless ``missing_ok``."""
@@ -326,6 +354,13 @@ class Store(ABC):
         mode: PutMode,
         expected_version: str | None,
     ) -> ObjectMeta: ...
+
+    def _open_upload(self, key: str, mode: PutMode, expected_version: str | None) -> Upload:
+        """The backend's side of :meth:`open_writer`; by default the object is gathered in
+        memory and published with ``_put`` (exact semantics, no memory bound)."""
+        from parquetry.store.writer import BufferedUpload
+
+        return BufferedUpload(self, key, mode, expected_version)
 
     @abstractmethod
     def _delete(self, key: str, missing_ok: bool) -> None: ...

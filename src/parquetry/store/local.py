@@ -2,7 +2,8 @@
 
 - Every write goes to a temporary file in the target directory (fsynced unless
   ``fsync=False``) and is then published by a rename, so readers see the old or the new
-  content, never a torn file.
+  content, never a torn file. A streamed write (``open_writer``) fills its temporary file
+  piece by piece and publishes it the same way (:mod:`parquetry.store._localupload`).
 - Create-if-absent publishes with ``link()``, which fails atomically if the target exists.
 - Overwrite, compare-and-swap, delete and move publish while holding an exclusive ``flock``
   on the target's *directory*. Every operation that can replace or remove an existing file
@@ -60,6 +61,7 @@ from parquetry.store._localfs import (
 from parquetry.store._localwalk import PATH_FLAGS, RETRIES, SafeRoot
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
 from parquetry.store.keys import validate_key
+from parquetry.store.writer import Upload
 
 __all__ = ["LocalStore"]
 
@@ -198,6 +200,12 @@ class LocalStore(SafeRoot, Store):
             raise
         except OSError as exc:
             raise self._os_error(key, exc, "writing") from exc
+
+    def _open_upload(self, key: str, mode: PutMode, expected_version: str | None) -> Upload:
+        from parquetry.store._localupload import LocalUpload
+
+        check_visible(key)
+        return LocalUpload(self, key, mode, expected_version)
 
     def _put_file(
         self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None

@@ -13,6 +13,7 @@ from parquetry.store.base import (
     PutMode,
     Store,
 )
+from parquetry.store.writer import BufferedUpload, Upload
 
 __all__ = ["ReadOnlyStore", "WrapperStore"]
 
@@ -59,6 +60,14 @@ class WrapperStore(Store):
         self, key: str, data: bytes | memoryview, mode: PutMode, expected_version: str | None
     ) -> ObjectMeta:
         return self.inner._put(key, data, mode, expected_version)
+
+    def _open_upload(self, key: str, mode: PutMode, expected_version: str | None) -> Upload:
+        if type(self)._put is not WrapperStore._put:
+            # A wrapper that changes puts (records, fails, pretends them) must see streamed
+            # objects too: they are gathered and published through its own _put, which costs
+            # the object's size in memory. Wrappers that can stream override this method.
+            return BufferedUpload(self, key, mode, expected_version)
+        return self.inner._open_upload(key, mode, expected_version)
 
     def _delete(self, key: str, missing_ok: bool) -> None:
         self.inner._delete(key, missing_ok)

@@ -28,6 +28,7 @@ from parquetry.errors import CapabilityNotSupported, InvalidArgument, InvalidKey
 from parquetry.store import Capability, PutMode, Store
 from parquetry.testing._conformance_keys import HostileKeyChecks
 from parquetry.testing._conformance_races import RaceChecks
+from parquetry.testing._conformance_streams import StreamChecks
 from parquetry.testing._conformance_writes import ListingChecks, WriteChecks, need
 
 __all__ = ["BAD_KEYS", "StoreConformance"]
@@ -49,7 +50,7 @@ BAD_KEYS: dict[str, str] = {
 _PAYLOAD = bytes(range(256)) * 4  # 1 KiB with every byte value
 
 
-class StoreConformance(WriteChecks, ListingChecks, RaceChecks, HostileKeyChecks):
+class StoreConformance(WriteChecks, ListingChecks, RaceChecks, HostileKeyChecks, StreamChecks):
     """Behaviour every store shares. Subclasses provide the ``store`` fixture."""
 
     #: Size of the big round trip (issue 2: 50 MiB).

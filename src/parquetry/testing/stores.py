@@ -1,4 +1,9 @@
-"""Wrapper stores for tests: count requests, inject faults, take capabilities away."""
+"""Wrapper stores for tests: count requests, inject faults, take capabilities away.
+
+A streamed object (``Store.open_writer``) is one ``put`` when it is committed; each piece
+the writer hands to the backend before that is a ``write`` (see
+:mod:`parquetry.store.writer`), so a fault can hit an object in the middle of its stream.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from typing import Any
 from parquetry.errors import StoreUnavailable
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
 from parquetry.store.wrappers import WrapperStore
+from parquetry.store.writer import Upload
 
 __all__ = ["CountingStore", "FaultyStore", "InjectedFault", "LimitedStore"]
 
@@ -26,6 +32,7 @@ KINDS = (
     "list_dir",
     "copy",
     "move",
+    "write",
 )
 
 
@@ -106,6 +113,9 @@ class CountingStore(WrapperStore):
     ) -> ObjectMeta:
         self._count("put", key, written=len(data))
         return self.inner._put(key, data, mode, expected_version)
+
+    def _open_upload(self, key: str, mode: PutMode, expected_version: str | None) -> Upload:
+        return _CountingUpload(self, key, self.inner._open_upload(key, mode, expected_version))
 
     def _delete(self, key: str, missing_ok: bool) -> None:
         self._count("delete", key)
@@ -219,6 +229,9 @@ class FaultyStore(WrapperStore):
             self._check("put", key)
         return self.inner._put(key, data, mode, expected_version)
 
+    def _open_upload(self, key: str, mode: PutMode, expected_version: str | None) -> Upload:
+        return _FaultyUpload(self, key, self.inner._open_upload(key, mode, expected_version))
+
     def _delete(self, key: str, missing_ok: bool) -> None:
         self._check("delete", key)
         self.inner._delete(key, missing_ok)
@@ -242,6 +255,56 @@ class FaultyStore(WrapperStore):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+
+class _CountingUpload(Upload):
+    """Bytes counted as they are written; the object counts as one ``put`` at commit."""
+
+    def __init__(self, store: CountingStore, key: str, inner: Upload):
+        self.store, self.key, self.inner = store, key, inner
+        self.size = 0
+
+    def write(self, data: memoryview) -> None:
+        self.size += len(data)
+        self.inner.write(data)
+
+    def commit(self) -> ObjectMeta:
+        self.store._count("put", self.key, written=self.size)
+        return self.inner.commit()
+
+    def abort(self) -> None:
+        self.inner.abort()
+
+
+class _FaultyUpload(Upload):
+    """Each piece is a ``write`` call and the commit a ``put`` call of the FaultyStore."""
+
+    def __init__(self, store: FaultyStore, key: str, inner: Upload):
+        self.store, self.key, self.inner = store, key, inner
+
+    def write(self, data: memoryview) -> None:
+        try:
+            self.store._check("write", self.key)
+        except BaseException:
+            self.inner.abort()  # a failed piece ends the stream, as a backend failure would
+            raise
+        self.inner.write(data)
+
+    def commit(self) -> ObjectMeta:
+        store = self.store
+        if store.after and store._should_fail("put"):
+            self.inner.commit()
+            raise store.error("put", self.key)
+        if not store.after:
+            try:
+                store._check("put", self.key)
+            except BaseException:
+                self.inner.abort()
+                raise
+        return self.inner.commit()
+
+    def abort(self) -> None:
+        self.inner.abort()
 
 
 def _injected_fault(kind: str, key: str) -> BaseException:
