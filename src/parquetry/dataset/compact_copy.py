@@ -23,10 +23,12 @@ statistics in the document) is decoded and re-encoded by pyarrow with the datase
 options, and those row groups are copied into the same output. Rows do not keep the inputs'
 order (small row groups wait for others of their kind to fill an output row group).
 
-Memory: the output being assembled (about the target size; the buffer grows by doubling),
-the inputs read ahead (:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), the
-inputs whose small row groups wait to be merged (less than one output row group of them per
-codec layout), and at most one output row group decoded for re-encoding.
+Memory: the output is streamed to the store as it is assembled
+(:meth:`~parquetry.store.Store.open_writer`: a 1 MiB piece, plus an object store's parts
+in flight), so what is held is the inputs read ahead
+(:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), the inputs whose small row
+groups wait to be merged (less than one output row group of them per codec layout), at
+most one output row group decoded for re-encoding, and the output's footer.
 
 What the output does not carry over: page indexes and bloom filters (they point into the
 inputs), and the inputs keep their codec and encodings (the dataset's ``compression`` and
@@ -189,8 +191,25 @@ class BinCopier:
         """One output file holding every row of ``files``."""
         label = make_label(partition, new_base_label())
         key = data_key(self.w.uuid, self.w.table, label)
+        self.w.intent.record([key])  # recorded before written: GC never sees it uncovered
+        with self.w.store.open_writer(key, mode=PutMode.CREATE) as sink:
+            acc = self._assemble(files, RowGroupAssembler(self.template, self.created_by, sink))
+        stats, values = acc.result()
+        return FileDescription(
+            table=self.w.table,
+            key=key,
+            label=label,
+            partition=partition,
+            rows=acc.rows,
+            size=sink.commit().size,
+            stats=stats,
+            index_values=values,
+            intent=self.w.intent.id,
+        )
+
+    def _assemble(self, files: Sequence[PlannedFile], out: RowGroupAssembler) -> Accumulator:
+        """Write every row of ``files`` into ``out``; the statistics of what was written."""
         acc = Accumulator(self.w.payload, self.w.indices)
-        out = RowGroupAssembler(self.template, self.created_by)
         state = _Pending(self, out, acc)
         for item in self._inputs(files):
             if item.tables is not None:
@@ -217,21 +236,8 @@ class BinCopier:
                 else:
                     state.reencode(item, n)
         state.flush()
-        payload = out.finish()
-        self.w.intent.record([key])  # recorded before written: GC never sees it uncovered
-        self.w.store.put(key, payload, mode=PutMode.CREATE)
-        stats, values = acc.result()
-        return FileDescription(
-            table=self.w.table,
-            key=key,
-            label=label,
-            partition=partition,
-            rows=acc.rows,
-            size=len(payload),
-            stats=stats,
-            index_values=values,
-            intent=self.w.intent.id,
-        )
+        out.finish()
+        return acc
 
     def _index_columns(self, item: _Input) -> pa.Table:
         """The secondary-index columns of a copied file (its footer is checked and safe)."""

@@ -30,7 +30,7 @@ from parquetry.dataset.read import read_row_groups, read_whole_file
 from parquetry.dataset.stats import ColumnStats, compute_stats, decode_value, encode_value
 from parquetry.dataset.write import FileDescription
 from parquetry.parquet import DecryptionSettings, WriteOptions
-from parquetry.store import PutMode, Store
+from parquetry.store import PutMode, Store, StoreWriter
 
 if TYPE_CHECKING:
     from parquetry.dataset.compact_copy import BinCopier
@@ -196,8 +196,27 @@ class BinWriter:
             return self.copier.write(partition, files)
         label = make_label(partition, new_base_label())
         key = data_key(self.uuid, self.table, label)
+        self.intent.record([key])  # recorded before written: GC never sees it uncovered
+        # Streamed: pyarrow writes each row group's pages into the store's writer as it
+        # encodes them; an exception discards the object (nothing visible, nothing left).
+        with self.store.open_writer(key, mode=PutMode.CREATE) as sink:
+            acc = self._encode(files, sink)
+        stats, values = acc.result()
+        return FileDescription(
+            table=self.table,
+            key=key,
+            label=label,
+            partition=partition,
+            rows=acc.rows,
+            size=sink.commit().size,
+            stats=stats,
+            index_values=values,
+            intent=self.intent.id,
+        )
+
+    def _encode(self, files: Sequence[PlannedFile], sink: StoreWriter) -> Accumulator:
+        """Every row of ``files`` written to ``sink`` as one Parquet file; its statistics."""
         acc = Accumulator(self.payload, self.indices)
-        sink = pa.BufferOutputStream()
         writer: pq.ParquetWriter | None = None
         buffered: list[pa.Table] = []
         size = 0
@@ -227,18 +246,4 @@ class BinWriter:
         if writer is None:  # inputs without rows (a kartothek file of an empty frame)
             writer = pq.ParquetWriter(sink, self.payload, **self.opts.writer_kwargs(self.payload))
         writer.close()
-        payload = sink.getvalue()
-        self.intent.record([key])  # recorded before written: GC never sees it uncovered
-        self.store.put(key, payload, mode=PutMode.CREATE)
-        stats, values = acc.result()
-        return FileDescription(
-            table=self.table,
-            key=key,
-            label=label,
-            partition=partition,
-            rows=acc.rows,
-            size=payload.size,
-            stats=stats,
-            index_values=values,
-            intent=self.intent.id,
-        )
+        return acc

@@ -213,24 +213,36 @@ def _clean_stats(stats: dict[int, Any] | None) -> dict[int, Any] | None:
 
 
 class RowGroupAssembler:
-    """One output file, built row group by row group in memory (see the module doc)."""
+    """One output file, built row group by row group (see the module doc): written to
+    ``sink`` (a binary stream: ``write(bytes)``) as it is assembled, or, without a sink,
+    gathered in memory and returned by :meth:`finish`."""
 
-    def __init__(self, template: dict[int, Any], created_by: bytes):
+    def __init__(self, template: dict[int, Any], created_by: bytes, sink: Any = None):
         self.template = template  # FileMetaData whose schema/key-values the output gets
         self.created_by = created_by
         self.leaves = [e for e in template.get(2, [])[1:] if not e.get(5)]
-        self.out = bytearray(MAGIC)
+        self.sink = sink
+        self.out = bytearray()
+        self.size = 0  # bytes of the output so far (offsets of what comes next)
         self.groups: list[dict[int, Any]] = []
         self.rows = 0
+        self._emit(MAGIC)
+
+    def _emit(self, data: bytes | memoryview) -> None:
+        if self.sink is None:
+            self.out += data
+        else:
+            self.sink.write(data)
+        self.size += len(data)
 
     def _copy(self, data: bytes | memoryview, cmd: dict[int, Any]) -> tuple[int, int, int]:
         start, length = chunk_range(cmd)
-        at = len(self.out)
-        self.out += data[start : start + length]
+        at = self.size
+        self._emit(memoryview(data)[start : start + length])
         return start, at, length
 
     def _group(self, chunks: list[dict[int, Any]], rows: int, extra: dict[int, Any]) -> None:
-        first = chunks[0][2] if chunks else len(self.out)
+        first = chunks[0][2] if chunks else self.size
         group = {1: chunks, 3: rows, 5: first, **extra}
         group[2] = sum(c[3][6] for c in chunks)
         group[6] = sum(c[3][7] for c in chunks)
@@ -265,7 +277,7 @@ class RowGroupAssembler:
         chunks = []
         for column, leaf in enumerate(self.leaves):
             cmds = [group[1][column][3] for _, group in parts]
-            at = len(self.out)
+            at = self.size
             for (data, _), cmd in zip(parts, cmds, strict=True):
                 self._copy(data, cmd)
             first = cmds[0]
@@ -291,16 +303,16 @@ class RowGroupAssembler:
         self._group(chunks, sum(group[3] for _, group in parts), {})
 
     def finish(self) -> bytearray:
-        """The whole file: the data copied so far, then its footer."""
+        """Append the footer; return the whole file (empty when written to a sink)."""
         t = self.template
         meta = {1: t.get(1, 2), 2: t[2], 3: self.rows, 4: self.groups, 6: self.created_by}
         for field in (5, 7):  # key-value metadata (the Arrow schema), column orders
             if field in t:
                 meta[field] = t[field]
         footer = write_struct(meta, FILE_META_DATA)
-        self.out += footer + struct.pack("<i", len(footer)) + MAGIC
+        self._emit(footer + struct.pack("<i", len(footer)) + MAGIC)
         data, self.out = self.out, bytearray()
-        return data  # not copied: the output is the largest thing a compaction holds
+        return data  # not copied: without a sink, the output is the largest thing held
 
 
 def _merge_encoding_stats(lists: Sequence[list[dict[int, Any]]]) -> list[dict[int, Any]]:
