@@ -1,13 +1,15 @@
 """Writing one compaction output: the input files' row groups streamed into one new file.
 
-Memory bound (without ``sort_by``): the encoded output file (about the target size, held
-until its single put), one buffered output row group (at most the target or
-:data:`ROW_GROUP_BYTES` decoded, whichever is smaller) and the input files read ahead (at
-most the target or :data:`READ_AHEAD_BYTES` encoded; a larger file is decoded one row group
-at a time), plus one input row group. Measured: pyarrow allocates at most 3-4 target
-files (the encoded output grows by doubling), more than the two aimed at.
-With ``sort_by`` the whole output is decoded and sorted in memory first: the bound becomes
-one decoded target file plus its encoded form.
+Memory bound (without ``sort_by``): the output is streamed into the store as pyarrow encodes
+it (:meth:`~parquetry.store.Store.open_writer`: a 1 MiB piece, plus up to three 8 MiB parts
+on an object store), never held whole. What is held: one buffered output row group (at most
+half the target or :data:`ROW_GROUP_BYTES` decoded, whichever is smaller) with its encoded
+pages (pyarrow keeps a dictionary-encoded column chunk's pages until the chunk ends), and
+the input files read ahead (at most half the target or :data:`READ_AHEAD_BYTES` *encoded*,
+held decoded: the largest share, see docs/benchmarks.md "Compaction memory"; a larger file
+is decoded one row group at a time), plus one input row group.
+With ``sort_by`` the whole output is decoded and sorted in memory first: one decoded target
+file on top.
 
 Statistics and index values of the output are accumulated per row group (min of the
 minima, max of the maxima, nulls summed; distinct index values), never from the whole file.
