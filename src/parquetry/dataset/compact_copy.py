@@ -191,9 +191,9 @@ class BinCopier:
         """One output file holding every row of ``files``."""
         label = make_label(partition, new_base_label())
         key = data_key(self.w.uuid, self.w.table, label)
-        self.w.intent.record([key])  # recorded before written: GC never sees it uncovered
         with self.w.store.open_writer(key, mode=PutMode.CREATE) as sink:
             acc = self._assemble(files, RowGroupAssembler(self.template, self.created_by, sink))
+            self.w.intent.record([key])  # before the commit makes it visible (compact_write)
         stats, values = acc.result()
         return FileDescription(
             table=self.w.table,

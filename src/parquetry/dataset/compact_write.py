@@ -198,11 +198,13 @@ class BinWriter:
             return self.copier.write(partition, files)
         label = make_label(partition, new_base_label())
         key = data_key(self.uuid, self.table, label)
-        self.intent.record([key])  # recorded before written: GC never sees it uncovered
         # Streamed: pyarrow writes each row group's pages into the store's writer as it
         # encodes them; an exception discards the object (nothing visible, nothing left).
         with self.store.open_writer(key, mode=PutMode.CREATE) as sink:
             acc = self._encode(files, sink)
+            # Recorded before the commit makes the object visible: GC never sees it
+            # uncovered, and an output that failed while encoding leaves no intent entry.
+            self.intent.record([key])
         stats, values = acc.result()
         return FileDescription(
             table=self.table,
