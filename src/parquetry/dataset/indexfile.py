@@ -55,9 +55,9 @@ class IndexFooter:
         return cls(key=doc["key"], size=int(doc["size"]), tail=base64.b64decode(doc["tail"]))
 
 
-def footer_of(key: str, data: bytes) -> IndexFooter:
+def footer_of(key: str, data: bytes | memoryview) -> IndexFooter:
     (length,) = struct.unpack("<I", data[-8:-4])
-    return IndexFooter(key=key, size=len(data), tail=data[-(length + 8) :])
+    return IndexFooter(key=key, size=len(data), tail=bytes(data[-(length + 8) :]))
 
 
 class _NoStore:
