@@ -6,10 +6,12 @@ failed under the same limit."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from parquetry.dataset import Dataset
@@ -73,3 +75,42 @@ def _sorted(pairs: pa.Table) -> pa.Table:
     )
     order = pc.sort_indices(pairs, sort_keys=[("value", "ascending"), ("label", "ascending")])
     return pairs.take(order).combine_chunks()
+
+
+CHECKPOINT_FILES = 24
+CHECKPOINT_ROWS = 100_000  # the index: 2.4M pairs, ~125 MB as Arrow, ~0.5 GB merged in memory
+CHECKPOINT_HEADROOM = 100 << 20
+
+
+@pytest.mark.slow
+def test_checkpoint_writes_kartothek_index_file_within_an_address_space_limit(
+    tmp_path: Path,
+) -> None:
+    """``Dataset.checkpoint()`` writes kartothek's merged index file (indexexport.py) one
+    row group at a time from the sorted pieces; before, it merged every pair in memory
+    and ran out of memory under this limit (7M keys failed under 300 MB)."""
+    indexed_dataset(tmp_path, CHECKPOINT_FILES, CHECKPOINT_ROWS)
+    pairs = CHECKPOINT_FILES * CHECKPOINT_ROWS
+    assert pairs * PAIR_BYTES > CHECKPOINT_HEADROOM
+    store = LocalStore(tmp_path)
+    before = {m.key for m in store.list("m/indices/")}
+    code = """
+    out = ds.checkpoint()
+    report(version=out.version)
+    """
+    got = run_limited(tmp_path, code, CHECKPOINT_HEADROOM, timeout=300)
+    assert "failed" not in got, got
+    assert got["peak_growth"] < CHECKPOINT_HEADROOM
+    ds = Dataset.open(store, "m")
+    assert ds.version == got["version"] == 0
+    written = sorted({m.key for m in store.list("m/indices/")} - before)
+    assert len(written) == 1
+    pointer = json.loads(store.get("m.by-dataset-metadata.json"))
+    assert pointer["indices"] == {"id": written[0]}
+    # The file kartothek reads: every key once, ascending, with its one label.
+    table = pq.read_table(tmp_path / written[0])
+    assert table.num_rows == pairs
+    ids = table.column("id")
+    assert pc.all(pc.equal(ids, pa.array(range(pairs), pa.int64()))).as_py()
+    assert pc.all(pc.equal(pc.list_value_length(table.column("partition")), 1)).as_py()
+    assert _sorted(ds.index_pairs("id")).equals(_sorted(_rebuilt(ds)))

@@ -30,13 +30,20 @@ __all__ = [
     "IndexFooter",
     "footer_metadata",
     "footer_of",
+    "coalesce",
     "may_hold",
     "ranged_table",
 ]
 
 INDEX_ROW_GROUP = 8192
-#: Beyond this share of row groups a lookup downloads the whole file instead.
-MAX_RANGED_SHARE = 0.25
+#: Beyond this share of the file's bytes a lookup of more than 2 row groups downloads the
+#: whole file instead.
+MAX_RANGED_SHARE = 0.5
+#: An ``in`` or range lookup fetches the row groups it needs in at most this many ranged
+#: GETs per file (issued together): byte-adjacent groups are one range, and the ranges
+#: separated by the smallest gaps are joined until this many remain (reading the groups in
+#: between). An equality reads one group: one GET.
+MAX_RANGED_REQUESTS = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,9 +62,9 @@ class IndexFooter:
         return cls(key=doc["key"], size=int(doc["size"]), tail=base64.b64decode(doc["tail"]))
 
 
-def footer_of(key: str, data: bytes) -> IndexFooter:
+def footer_of(key: str, data: bytes | memoryview) -> IndexFooter:
     (length,) = struct.unpack("<I", data[-8:-4])
-    return IndexFooter(key=key, size=len(data), tail=data[-(length + 8) :])
+    return IndexFooter(key=key, size=len(data), tail=bytes(data[-(length + 8) :]))
 
 
 class _NoStore:
@@ -178,6 +185,20 @@ def _candidate_groups(info: _FooterInfo, lit: Literal) -> list[int]:
     assert mins is not None
     assert maxs is not None
     checks: Iterable[int] = range(len(info.rows))
+    if (
+        lit.op == "in"
+        and info.ascending
+        and mins
+        and all(type(v) is type(mins[0]) for v in lit.value)
+    ):
+        # Sorted groups: bisect each value (O(values x log groups), not values x groups).
+        chosen: set[int] = set()
+        for v in lit.value:
+            i = bisect.bisect_left(maxs, v)
+            while i < len(mins) and mins[i] <= v:
+                chosen.add(i)
+                i += 1
+        return sorted(chosen)
     if lit.op == "==" and info.ascending and mins and type(lit.value) is type(mins[0]):
         # Sorted groups: bisect to the first group whose max reaches the value, then the
         # few groups from there whose min does not pass it (O(log n), not O(n) per lookup).
@@ -212,22 +233,31 @@ def ranged_table(store: Store, footer: IndexFooter, lit: Literal) -> tuple[pa.Ta
     if not info.orderable or lit.op in ("is null", "is not null") or info.mins is None:
         return None
     groups = _candidate_groups(info, lit)
-    if len(groups) > max(2, md.num_row_groups * MAX_RANGED_SHARE):
-        return None
     if not groups:
         return md.schema.to_arrow_schema().empty_table(), 0
-    ranges = [_group_range(md, g) for g in groups]
+    merged = coalesce([_group_range(md, g) for g in groups], MAX_RANGED_REQUESTS)
+    if len(groups) > 2 and sum(e - s for s, e in merged) > footer.size * MAX_RANGED_SHARE:
+        return None  # most of the file: one whole GET (equalities stay ranged, as before)
+    fetched = store.get_ranges(footer.key, merged)
+    sparse = _SparseFile(store, footer, {s: d for (s, _), d in zip(merged, fetched, strict=True)})
+    pf = pq.ParquetFile(sparse, metadata=md, pre_buffer=False)
+    table = pf.read_row_groups(groups, use_threads=False)
+    return table, len(merged) + sparse.fetches
+
+
+def coalesce(ranges: Iterable[tuple[int, int]], most: int) -> list[tuple[int, int]]:
+    """Byte ranges sorted, overlapping or adjacent ones joined, then the ranges separated
+    by the smallest gaps joined until at most ``most`` remain."""
     merged: list[list[int]] = []
     for s, e in sorted(ranges):
         if merged and s <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], e)
         else:
             merged.append([s, e])
-    fetched = store.get_ranges(footer.key, [(s, e) for s, e in merged])
-    sparse = _SparseFile(store, footer, {s: d for (s, _), d in zip(merged, fetched, strict=True)})
-    pf = pq.ParquetFile(sparse, metadata=md, pre_buffer=False)
-    table = pf.read_row_groups(groups, use_threads=False)
-    return table, len(merged) + sparse.fetches
+    while len(merged) > max(1, most):
+        i = min(range(len(merged) - 1), key=lambda j: merged[j + 1][0] - merged[j][1])
+        merged[i : i + 2] = [[merged[i][0], merged[i + 1][1]]]
+    return [(s, e) for s, e in merged]
 
 
 def _group_range(md: pq.FileMetaData, group: int) -> tuple[int, int]:

@@ -24,6 +24,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from parquetry.dataset.indexcheckpoint import (
+    DEAD_REWRITE_FLOOR,
+    DEAD_REWRITE_MAX,
+    DEAD_REWRITE_SHARE,
+    DEFAULT_POLICY,
+    MAX_SMALL_PIECES,
+    ROOT_INLINE_PAIRS,
+    SMALL_PIECE_RATIO,
+    MergePolicy,
+    checkpoint_index,
+)
 from parquetry.dataset.indexdelta import (
     corrupt,
     decode_delta,
@@ -39,15 +50,12 @@ from parquetry.dataset.indexpieces import (
     normalise_pairs,
     pairs_schema,
     piece_metadata,
-    piece_pairs,
     read_piece,
     search_piece,
     write_piece,
 )
-from parquetry.dataset.indexrecords import CarriedRecords
-from parquetry.dataset.indexspill import PIECE_MAX_PAIRS, PairSink
+from parquetry.dataset.indexspill import PairSink
 from parquetry.dataset.indices import IndexData, load_index
-from parquetry.dataset.naming import is_index_piece_key
 from parquetry.dataset.predicates import Literal, eval_array
 from parquetry.dataset.schema import normalise_type
 from parquetry.errors import MetadataCorrupted, NotFound
@@ -60,6 +68,7 @@ __all__ = [
     "INLINE_INDEX_PAIRS",
     "MAX_SMALL_PIECES",
     "ROOT_INLINE_PAIRS",
+    "SMALL_PIECE_RATIO",
     "IndexState",
     "MergePolicy",
     "TailPiece",
@@ -68,40 +77,6 @@ __all__ = [
 
 #: An entry carries up to this many index pairs inline; more are written as a piece first.
 INLINE_INDEX_PAIRS = 10_000
-#: More than this many pieces each < 1/8 of the biggest merge into one at a checkpoint.
-MAX_SMALL_PIECES = 8
-SMALL_PIECE_RATIO = 8
-#: A checkpoint keeps up to this many tail pairs inline in the root (~20 KB of JSON for
-#: labels "p=<n>/<32 hex>") instead of writing a tiny piece: with a checkpoint every 100
-#: 1-row appends a piece per checkpoint would make every string point lookup cost one
-#: more GET per checkpoint (up to MAX_SMALL_PIECES + 1 GETs); inline pairs cost none.
-ROOT_INLINE_PAIRS = 512
-#: Everything is rewritten when the dead labels exceed min(MAX, max(FLOOR, SHARE * pairs)).
-#: The design said max(10,000, 10 % of the pairs), but dead labels live in the checkpoint
-#: root (~47 JSON bytes each for "p=12345/<32 hex>"): 10 % of a 10M-pair index would put
-#: 1M labels (47 MB) in a root that must stay <= ~1 MiB. Capped at 10,000 (~470 KB) the
-#: rewrite of such an index (~150 MB) is amortised over at least 10,000 removals; below
-#: 100,000 pairs the share rule rewrites after 10 % (>= 100) removals, O(1) per removal.
-DEAD_REWRITE_FLOOR = 100
-DEAD_REWRITE_MAX = 10_000
-DEAD_REWRITE_SHARE = 0.10
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MergePolicy:
-    """When a checkpoint merges pieces (the defaults are the format's; tests shrink them)."""
-
-    max_small_pieces: int = MAX_SMALL_PIECES
-    small_ratio: int = SMALL_PIECE_RATIO
-    dead_floor: int = DEAD_REWRITE_FLOOR
-    dead_share: float = DEAD_REWRITE_SHARE
-    dead_max: int = DEAD_REWRITE_MAX
-    inline_pairs: int = ROOT_INLINE_PAIRS
-    #: Pairs a merge holds in memory and writes per piece (indexspill.PIECE_MAX_PAIRS).
-    piece_pairs: int = PIECE_MAX_PAIRS
-
-    def too_dead(self, dead: int, pairs: int) -> bool:
-        return dead > min(self.dead_max, max(self.dead_floor, self.dead_share * pairs))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -325,92 +300,15 @@ class IndexState:
         store: Store,
         uuid: str,
         *,
-        policy: MergePolicy = MergePolicy(),
+        policy: MergePolicy = DEFAULT_POLICY,
         files: Callable[[], pa.Table | None] | None = None,
     ) -> IndexState:
         """This state with no tail pieces: tail pairs become one piece (or stay inline in
         the root while they are at most ``policy.inline_pairs``); small pieces merge; a full
         rewrite when ``dead`` passes :meth:`MergePolicy.too_dead`. A piece written keeps
-        the file records of the pieces it merges; ``files`` gives those of tail labels."""
-        records = CarriedRecords(self, store, files)
-        counts = [piece_pairs(f) for f in self.pieces]
-        footers = [*self.pieces, *(tp.footer for tp in self.tail_pieces)]
-        sizes = [*counts, *(tp.pairs for tp in self.tail_pieces)]
-        inline = self.tail.num_rows <= policy.inline_pairs
-        if not inline:
-            sizes.append(self.tail.num_rows)  # the tail as a new piece, index len(footers)
-        total = sum(sizes) + (self.tail.num_rows if inline else 0)
-        if policy.too_dead(len(self.dead), total) or self._revived(store, tail=not inline):
-            return self._rewrite(store, uuid, records, policy)
-        # Pieces written from spilled pairs hold about PIECE_MAX_PAIRS each: measured
-        # against that (not a bigger piece's size) they are not small, or the first
-        # checkpoint after a large rewrite would merge all of them again.
-        biggest = min(max(sizes, default=0), policy.piece_pairs)
-        small = {i for i, n in enumerate(sizes) if n * policy.small_ratio < biggest}
-        merge = small if len(small) > policy.max_small_pieces else set()
-        # Legacy (format-1) index files join the next merge: kartothek's GC may delete them.
-        merge |= {i for i, f in enumerate(footers) if not is_index_piece_key(uuid, f.key)}
-        if not inline:
-            merge.add(len(footers))
-        if sizes and len(merge) == len(sizes):
-            return self._rewrite(store, uuid, records, policy)
-        chosen = [footers[i] for i in sorted(merge) if i < len(footers)]
-        dead = {tp.footer.key: tp.dead for tp in self.tail_pieces}
-        kept = tuple(f for i, f in enumerate(footers) if i not in merge)
-        with PairSink(self.type, run_pairs=policy.piece_pairs) as sink:
-            for f in chosen:
-                for part in records.stream(f, dead.get(f.key, self.dead)):
-                    sink.add(_without(part, self.dead))
-            if not inline:
-                sink.add(self.tail)
-            written = sink.write(
-                store, uuid, self.column, records.table(not inline), max_pairs=policy.piece_pairs
-            )
-        kept = (*kept, *(piece for piece, _ in written))
-        tail = self.tail if inline else self.tail.slice(0, 0)
-        return replace(self.reset(), pieces=kept, dead=self.dead, tail=tail)
-
-    def _rewrite(
-        self,
-        store: Store,
-        uuid: str,
-        records: CarriedRecords | None = None,
-        policy: MergePolicy = MergePolicy(),
-    ) -> IndexState:
-        """Every live pair as new pieces, in the memory of one run (indexspill.py)."""
-        records = records or CarriedRecords(self, store, None)
-        sources = [(f, self.dead) for f in self.pieces]
-        sources += [(tp.footer, tp.dead) for tp in self.tail_pieces]
-        with PairSink(self.type, run_pairs=policy.piece_pairs) as sink:
-            for footer, dead in sources:
-                for part in records.stream(footer, dead):
-                    sink.add(_without(part, dead))
-            sink.add(self.tail)
-            written = sink.write(
-                store, uuid, self.column, records.table(True), max_pairs=policy.piece_pairs
-            )
-        return replace(self.reset(), pieces=tuple(piece for piece, _ in written))
-
-    def _revived(self, store: Store, *, tail: bool = True) -> bool:
-        """Do tail pairs (when they become a piece) or tail pieces re-add a label of
-        ``dead``? After the checkpoint ``dead`` applies to every piece, so such a label
-        forces a full rewrite (rare: labels are unique names; restores reset instead)."""
-        if not self.dead:
-            return False
-        if (
-            tail
-            and self.tail.num_rows
-            and pc.any(pc.is_in(self.tail.column("label"), pa.array(list(self.dead)))).as_py()
-        ):
-            return True
-        for tp in self.tail_pieces:
-            earlier = self.dead - tp.dead
-            if earlier and earlier & self._piece_labels(store, tp.footer):
-                return True
-        return False
-
-    def _piece_labels(self, store: Store, footer: IndexFooter) -> set[str]:
-        return read_piece(store, self.column, footer, self.type).all_labels()
+        the file records of the pieces it merges; ``files`` gives those of tail labels
+        (:mod:`parquetry.dataset.indexcheckpoint`)."""
+        return checkpoint_index(self, store, uuid, policy=policy, files=files)
 
     # --- root form -------------------------------------------------------------------------
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from parquetry.dataset.indexexport import write_kartothek_index
 from parquetry.dataset.indexpieces import normalise_pairs, write_piece
 from parquetry.dataset.indexstate import INLINE_INDEX_PAIRS, IndexState
-from parquetry.dataset.indices import IndexData, write_index
 from parquetry.dataset.metadata import FileInfo
 from parquetry.dataset.piecefiles import encode_record, record_table
 from parquetry.dataset.schema import normalise_type
@@ -236,7 +236,6 @@ def pointer_document(store: Store, doc: Any) -> Any:
         ):
             footers[col] = only  # an adopted kartothek file, still whole
         else:
-            full: IndexData = state.full(store)
-            footers[col] = write_index(store, doc.uuid, full)
+            footers[col] = write_kartothek_index(store, doc.uuid, state)
         indices[col] = footers[col].key
     return doc.evolve(indices=indices, index_footers=footers)
