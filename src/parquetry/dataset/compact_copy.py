@@ -195,8 +195,7 @@ class BinCopier:
         for item in self._inputs(files):
             if item.tables is not None:
                 for table in item.tables:
-                    acc.add(table)
-                    state.add_table(table)
+                    state.add_table(table, account=True)
                 continue
             if item.meta is None:
                 state.decode(item)
@@ -279,7 +278,11 @@ class _Pending:
         self.parts: dict[tuple[Any, ...], list[tuple[bytes, dict[int, Any]]]] = {}
         self.part_bytes: dict[tuple[Any, ...], int] = {}
         self.tables: list[pa.Table] = []
-        self.table_bytes = 0
+        self.table_bytes = self.table_rows = 0
+        # Decoded tables whose statistics and index values are not accounted for yet: taken
+        # once per output row group (one vectorised pass over ~1M rows), not per input file
+        # (thousands of tiny pyarrow calls, each giving up the GIL to the reading threads).
+        self.unaccounted: list[pa.Table] = []
 
     def _full(self, size: int, rows: int) -> bool:
         if self.c.group_rows is not None:
@@ -307,13 +310,17 @@ class _Pending:
         for table in read_whole_file(
             w.store, w.schema, item.planned, names, w.decryption, data=item.data
         ):
-            self.acc.add(table)
-            self.add_table(table)
+            self.add_table(table, account=True)
 
-    def add_table(self, table: pa.Table) -> None:
+    def add_table(self, table: pa.Table, account: bool = False) -> None:
+        """Rows to re-encode; ``account``: their statistics and index values are still to
+        be taken (they were not, from the version document, with their whole file's)."""
         self.tables.append(table)
+        if account:
+            self.unaccounted.append(table)
         self.table_bytes += table.nbytes
-        if self._full(self.table_bytes, sum(t.num_rows for t in self.tables)):
+        self.table_rows += table.num_rows
+        if self._full(self.table_bytes, self.table_rows):
             self._flush_tables()
 
     def _flush_parts(self, layout: tuple[Any, ...]) -> None:
@@ -325,9 +332,12 @@ class _Pending:
             self.out.add_merged(parts)
 
     def _flush_tables(self) -> None:
+        if self.unaccounted:
+            self.acc.add(pa.concat_tables(self.unaccounted))
+            self.unaccounted = []
         if self.tables:
             data, meta = self.c.reencoded(self.tables)
-            self.tables, self.table_bytes = [], 0
+            self.tables, self.table_bytes, self.table_rows = [], 0, 0
             for group in meta[4]:
                 if group[3]:
                     self.out.add_whole(data, group)
