@@ -42,6 +42,9 @@ __all__ = [
 _DICT_ENCODINGS = frozenset({2, 8})  # PLAIN_DICTIONARY, RLE_DICTIONARY
 _DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
 _MAX_ORDINAL = (1 << 15) - 1
+#: ColumnMetaData fields of a lean copy: type, encodings, path, codec, values, sizes,
+#: data and dictionary page offsets.
+_LEAN = (1, 2, 3, 4, 5, 6, 7, 9, 11)
 #: Schema element fields that decide how bytes are read (not field_id, not the root name).
 _ELEMENT_FIELDS = (1, 2, 3, 4, 5, 6, 7, 8, 10)
 
@@ -215,9 +218,12 @@ def _clean_stats(stats: dict[int, Any] | None) -> dict[int, Any] | None:
 class RowGroupAssembler:
     """One output file, built row group by row group in memory (see the module doc)."""
 
-    def __init__(self, template: dict[int, Any], created_by: bytes):
+    def __init__(self, template: dict[int, Any], created_by: bytes, lean: bool = False):
         self.template = template  # FileMetaData whose schema/key-values the output gets
         self.created_by = created_by
+        # lean: only what a reader needs to find and decode the pages (a file decoded at
+        # once and dropped, see compact_stage): no statistics, fewer footer bytes to write.
+        self.lean = lean
         self.leaves = [e for e in template.get(2, [])[1:] if not e.get(5)]
         self.out = bytearray(MAGIC)
         self.groups: list[dict[int, Any]] = []
@@ -243,7 +249,8 @@ class RowGroupAssembler:
         """Copy one row group as it is (offsets moved)."""
         chunks = []
         for chunk in group[1]:
-            cmd = dict(chunk[3])
+            cmd = chunk[3]
+            cmd = {k: cmd[k] for k in _LEAN if k in cmd} if self.lean else dict(cmd)
             start, at, _ = self._copy(data, cmd)
             shift = at - start
             cmd[9] += shift
