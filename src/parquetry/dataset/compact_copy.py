@@ -14,7 +14,8 @@ Then per row group:
   groups of the same codecs into one row group of up to the output row-group size;
 - smaller, with dictionary pages (pyarrow's default encoding): copied whole with
   ``binary_copy=True``; decoded and re-encoded with the rows that need it under ``"auto"``
-  (see docs/benchmarks.md, "Binary copy", for the read speed that motivates it).
+  (see docs/benchmarks.md, "Binary copy", for the read speed that motivates it), decoded
+  many files at once through a staging file (:mod:`parquetry.dataset.compact_stage`).
 
 A page failing its CRC or its decompression, or a small row group to be merged that does
 not decode, stops the compaction with InvalidFormat naming the input (nothing committed).
@@ -26,7 +27,8 @@ order (small row groups wait for others of their kind to fill an output row grou
 Memory: the output being assembled (about the target size; the buffer grows by doubling),
 the inputs read ahead (:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), the
 inputs whose small row groups wait to be merged (less than one output row group of them per
-codec layout), and at most one output row group decoded for re-encoding.
+codec layout) or to be decoded together (less than one output row group, uncompressed, and
+its staging copy), and less than two output row groups decoded for re-encoding.
 
 What the output does not carry over: page indexes and bloom filters (they point into the
 inputs), and the inputs keep their codec and encodings (the dataset's ``compression`` and
