@@ -5,7 +5,7 @@ Opening and decoding a 22 KB Parquet file costs pyarrow about 0.3-0.5 ms of CPU,
 of it per-file work (the footer, the Arrow schema, the reader), with the GIL held between
 the calls; decoding the same rows as one row group of a larger file costs about 0.15 ms.
 So the small row groups that a compaction re-encodes are first copied byte for byte into
-one in-memory *staging* file (:class:`~parquetry.parquet.rgcopy.RowGroupAssembler`, with a
+one in-memory *staging* file (:class:`~parquetry.parquet.leancopy.LeanAssembler`, with a
 minimal footer), which pyarrow then decodes at once, in its own threads, with page CRCs
 verified as every read path does; the rows are re-encoded into the output as before.
 
@@ -30,7 +30,8 @@ from parquetry.dataset.plan import PlannedFile
 from parquetry.dataset.read import READ_ERRORS
 from parquetry.errors import InvalidFormat
 from parquetry.parquet.footer import MAGIC
-from parquetry.parquet.rgcopy import RowGroupAssembler, chunk_range
+from parquetry.parquet.leancopy import LeanAssembler
+from parquetry.parquet.rgcopy import chunk_range
 from parquetry.parquet.utf8 import check_utf8
 
 __all__ = ["Stager", "lean_read", "stageable"]
@@ -105,7 +106,7 @@ class Stager:
             return [t for item in items for t in self.one_by_one(item.planned, item.data)]
 
     def _decode(self, items: list[_Staged]) -> pa.Table:
-        out = RowGroupAssembler(self.template, b"parquetry staging", lean=True)
+        out = LeanAssembler(self.template, b"parquetry staging")
         for item in items:
             for group in item.meta.get(4, []):
                 if group[3]:

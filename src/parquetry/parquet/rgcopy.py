@@ -264,7 +264,7 @@ class RowGroupAssembler:
             if stats is not None:
                 cmd[12] = stats
             chunks.append({2: at, 3: cmd})
-        extra = {4: group[4]} if group.get(4) else {}
+        extra = {4: group[4]} if group.get(4) and not self.lean else {}
         self._group(chunks, group[3], extra)
 
     def add_merged(self, parts: Sequence[tuple[bytes | memoryview, dict[int, Any]]]) -> None:
