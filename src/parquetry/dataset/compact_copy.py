@@ -14,7 +14,8 @@ Then per row group:
   groups of the same codecs into one row group of up to the output row-group size;
 - smaller, with dictionary pages (pyarrow's default encoding): copied whole with
   ``binary_copy=True``; decoded and re-encoded with the rows that need it under ``"auto"``
-  (see docs/benchmarks.md, "Binary copy", for the read speed that motivates it).
+  (see docs/benchmarks.md, "Binary copy", for the read speed that motivates it), decoded
+  many files at once through a staging file (:mod:`parquetry.dataset.compact_stage`).
 
 A page failing its CRC or its decompression, or a small row group to be merged that does
 not decode, stops the compaction with InvalidFormat naming the input (nothing committed).
@@ -27,8 +28,9 @@ Memory: the output is streamed to the store as it is assembled
 (:meth:`~parquetry.store.Store.open_writer`: a 1 MiB piece, plus an object store's parts
 in flight), so what is held is the inputs read ahead
 (:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), the inputs whose small row
-groups wait to be merged (less than one output row group of them per codec layout), at
-most one output row group decoded for re-encoding, and the output's footer.
+groups wait to be merged (less than one output row group of them per codec layout) or to
+be decoded together (less than one output row group, uncompressed, and its staging copy),
+less than two output row groups decoded for re-encoding, and the output's footer.
 
 What the output does not carry over: page indexes and bloom filters (they point into the
 inputs), and the inputs keep their codec and encodings (the dataset's ``compression`` and
@@ -45,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from parquetry.dataset.compact_stage import Stager, lean_read, stageable
 from parquetry.dataset.compact_write import READ_AHEAD_FILES, READ_THREADS, Accumulator
 from parquetry.dataset.naming import data_key, make_label, new_base_label
 from parquetry.dataset.plan import PlannedFile
@@ -60,6 +63,7 @@ from parquetry.parquet.rgcopy import (
     mergeable,
     schema_key,
 )
+from parquetry.parquet.utf8 import holds_strings
 from parquetry.store import PutMode
 
 if TYPE_CHECKING:
@@ -78,6 +82,7 @@ class _Input:
     data: bytes
     meta: dict[int, Any] | None  # the checked footer when the file can be copied
     tables: list[pa.Table] | None = None  # the rows, when decoded while read ahead
+    staged: dict[int, Any] | None = None  # its footer, when decoded with others (staging)
 
 
 class BinCopier:
@@ -101,6 +106,8 @@ class BinCopier:
         rows = self.w.opts.row_group_size
         self.group_rows = rows
         self.group_bytes = self.w.group_bytes
+        self.string_columns = [f.name for f in self.w.payload if holds_strings(f.type)]
+        self.leaves = sum(1 for e in self.expected[0][1:] if not e[4])
 
     # --- inputs ------------------------------------------------------------------------------
 
@@ -111,16 +118,25 @@ class BinCopier:
             raise MetadataCorrupted(
                 f"data file {f.key} of partition {f.label!r} is missing", key=f.key
             ) from None
-        meta, safe = self._copyable(f, data)
+        meta, safe, same = self._copyable(f, data)
         if meta is None and safe:
-            # Nothing to copy: decoded here, in a read-ahead thread (pyarrow releases the
-            # GIL), as the re-encoding compaction does; its footer was checked just now.
+            start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+            if same is not None and stageable(same, start, self.leaves):
+                return _Input(f, data, None, staged=same)  # decoded with others (compact_stage)
+            # Decoded here, in a read-ahead thread (pyarrow releases the GIL), as the
+            # re-encoding compaction does; its footer was checked just now.
+            return _Input(f, data, None, self._one_by_one(f, data, same is not None))
+        return _Input(f, data, meta)
+
+    def _one_by_one(self, f: PlannedFile, data: bytes, same: bool = True) -> list[pa.Table]:
+        """The rows of one file whose footer was checked and found safe."""
+        tables = lean_read(f, data, self.w.payload, self.string_columns) if same else None
+        if tables is None:
             names = self.w.payload.names
             tables = read_whole_file(
                 self.w.store, self.w.schema, f, names, None, data=data, checked=True
             )
-            return _Input(f, data, None, tables)
-        return _Input(f, data, meta)
+        return tables
 
     def _reencode_all(self, meta: dict[int, Any]) -> bool:
         """Under ``"auto"``: every row group is small and dictionary-encoded."""
@@ -129,24 +145,30 @@ class BinCopier:
         except (KeyError, TypeError, IndexError, AttributeError):
             return False  # malformed: copy_check refuses it, the read path names the fault
 
-    def _copyable(self, f: PlannedFile, data: bytes) -> tuple[dict[int, Any] | None, bool]:
-        """The footer when the file's row groups can be copied, and whether its footer is
-        safe for pyarrow (a file neither copyable nor safe takes the checked read path)."""
+    def _copyable(
+        self, f: PlannedFile, data: bytes
+    ) -> tuple[dict[int, Any] | None, bool, dict[int, Any] | None]:
+        """The footer when the file's row groups can be copied; whether its footer is safe
+        for pyarrow (a file neither copyable nor safe takes the checked read path); and,
+        for a file to decode, its footer when it has the output's Parquet schema (then it
+        may be staged, or read by :func:`~parquetry.dataset.compact_stage.lean_read`)."""
         try:
             raw = footer_from_bytes(data, f.key)
         except (InvalidFormat, RecursionError):
-            return None, False  # the decoding path raises the error naming the file
-        if raw.metadata is None or raw.encrypted or pyarrow_hazard(raw) is not None:
-            return None, False
-        if not self.copy_small_dict and self._reencode_all(raw.metadata):
-            return None, True
+            return None, False, None  # the decoding path raises the error naming the file
+        meta = raw.metadata
+        if meta is None or raw.encrypted or pyarrow_hazard(raw) is not None:
+            return None, False, None
+        same = meta if schema_key(meta) == self.expected else None
+        if not self.copy_small_dict and self._reencode_all(meta):
+            return None, True, same
         info = self.files.get(f.label)
         names = self.w.payload.names
         if info is None or not all(n in info.stats for n in names):
-            return None, True  # statistics to merge come from the document
+            return None, True, same  # statistics to merge come from the document: decoded
         start = len(data) - raw.footer_length - 8
         try:
-            reason = copy_check(raw.metadata, self.expected, data, start)
+            reason = copy_check(meta, self.expected, data, start)
         except DamagedPage as exc:
             # Not decoded instead: pyarrow does not check CRCs and may read such a page
             # without an error; the compaction stops, nothing is committed.
@@ -154,8 +176,9 @@ class BinCopier:
                 f"data file {f.key} of partition {f.label!r} is damaged: {exc}", key=f.key
             ) from None
         if reason is not None:
-            return None, True  # decoded: pyarrow raises on damaged pages, named by the reader
-        return raw.metadata, True
+            # Decoded: pyarrow raises on damaged pages, named by the read path.
+            return None, True, None
+        return meta, True, None
 
     def _inputs(self, files: Sequence[PlannedFile]) -> Iterator[_Input]:
         """Every input fetched and checked, in order, a bounded number of bytes ahead."""
@@ -212,10 +235,12 @@ class BinCopier:
         acc = Accumulator(self.w.payload, self.w.indices)
         state = _Pending(self, out, acc)
         for item in self._inputs(files):
+            if item.staged is not None:
+                state.stage(item.planned, item.data, item.staged)
+                continue
             if item.tables is not None:
                 for table in item.tables:
-                    acc.add(table)
-                    state.add_table(table)
+                    state.add_table(table, account=True)
                 continue
             if item.meta is None:
                 state.decode(item)
@@ -285,7 +310,14 @@ class _Pending:
         self.parts: dict[tuple[Any, ...], list[tuple[bytes, dict[int, Any]]]] = {}
         self.part_bytes: dict[tuple[Any, ...], int] = {}
         self.tables: list[pa.Table] = []
-        self.table_bytes = 0
+        self.table_bytes = self.table_rows = 0
+        # Decoded tables whose statistics and index values are not accounted for yet: taken
+        # once per output row group (one vectorised pass over ~1M rows), not per input file
+        # (thousands of tiny pyarrow calls, each giving up the GIL to the reading threads).
+        self.unaccounted: list[pa.Table] = []
+        self.staged = Stager(
+            copier.template, copier.w.payload, copier.string_columns, copier._one_by_one
+        )
 
     def _full(self, size: int, rows: int) -> bool:
         if self.c.group_rows is not None:
@@ -313,13 +345,17 @@ class _Pending:
         for table in read_whole_file(
             w.store, w.schema, item.planned, names, w.decryption, data=item.data
         ):
-            self.acc.add(table)
-            self.add_table(table)
+            self.add_table(table, account=True)
 
-    def add_table(self, table: pa.Table) -> None:
+    def add_table(self, table: pa.Table, account: bool = False) -> None:
+        """Rows to re-encode; ``account``: their statistics and index values are still to
+        be taken (they were not, from the version document, with their whole file's)."""
         self.tables.append(table)
+        if account:
+            self.unaccounted.append(table)
         self.table_bytes += table.nbytes
-        if self._full(self.table_bytes, sum(t.num_rows for t in self.tables)):
+        self.table_rows += table.num_rows
+        if self._full(self.table_bytes, self.table_rows):
             self._flush_tables()
 
     def _flush_parts(self, layout: tuple[Any, ...]) -> None:
@@ -330,15 +366,29 @@ class _Pending:
         elif parts:
             self.out.add_merged(parts)
 
+    def stage(self, planned: PlannedFile, data: bytes, meta: dict[int, Any]) -> None:
+        """A small file to decode together with others (:mod:`compact_stage`)."""
+        self.staged.add(planned, data, meta)
+        if self._full(self.staged.bytes, self.staged.rows):
+            self._take_staged()
+
+    def _take_staged(self) -> None:
+        for table in self.staged.take():
+            self.add_table(table, account=True)
+
     def _flush_tables(self) -> None:
+        if self.unaccounted:
+            self.acc.add(pa.concat_tables(self.unaccounted))
+            self.unaccounted = []
         if self.tables:
             data, meta = self.c.reencoded(self.tables)
-            self.tables, self.table_bytes = [], 0
+            self.tables, self.table_bytes, self.table_rows = [], 0, 0
             for group in meta[4]:
                 if group[3]:
                     self.out.add_whole(data, group)
 
     def flush(self) -> None:
+        self._take_staged()
         for layout in list(self.parts):
             self._flush_parts(layout)
         self._flush_tables()

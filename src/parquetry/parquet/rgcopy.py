@@ -42,6 +42,9 @@ __all__ = [
 _DICT_ENCODINGS = frozenset({2, 8})  # PLAIN_DICTIONARY, RLE_DICTIONARY
 _DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
 _MAX_ORDINAL = (1 << 15) - 1
+#: ColumnMetaData fields of a lean copy: type, encodings, path, codec, values, sizes,
+#: data and dictionary page offsets.
+_LEAN = (1, 2, 3, 4, 5, 6, 7, 9, 11)
 #: Schema element fields that decide how bytes are read (not field_id, not the root name).
 _ELEMENT_FIELDS = (1, 2, 3, 4, 5, 6, 7, 8, 10)
 
@@ -217,9 +220,14 @@ class RowGroupAssembler:
     ``sink`` (a binary stream: ``write(bytes)``) as it is assembled, or, without a sink,
     gathered in memory and returned by :meth:`finish`."""
 
-    def __init__(self, template: dict[int, Any], created_by: bytes, sink: Any = None):
+    def __init__(
+        self, template: dict[int, Any], created_by: bytes, sink: Any = None, lean: bool = False
+    ):
         self.template = template  # FileMetaData whose schema/key-values the output gets
         self.created_by = created_by
+        # lean: only what a reader needs to find and decode the pages (a file decoded at
+        # once and dropped, see compact_stage): no statistics, fewer footer bytes to write.
+        self.lean = lean
         self.leaves = [e for e in template.get(2, [])[1:] if not e.get(5)]
         self.sink = sink
         self.out = bytearray()
@@ -255,7 +263,8 @@ class RowGroupAssembler:
         """Copy one row group as it is (offsets moved)."""
         chunks = []
         for chunk in group[1]:
-            cmd = dict(chunk[3])
+            cmd = chunk[3]
+            cmd = {k: cmd[k] for k in _LEAN if k in cmd} if self.lean else dict(cmd)
             start, at, _ = self._copy(data, cmd)
             shift = at - start
             cmd[9] += shift
@@ -269,7 +278,7 @@ class RowGroupAssembler:
             if stats is not None:
                 cmd[12] = stats
             chunks.append({2: at, 3: cmd})
-        extra = {4: group[4]} if group.get(4) else {}
+        extra = {4: group[4]} if group.get(4) and not self.lean else {}
         self._group(chunks, group[3], extra)
 
     def add_merged(self, parts: Sequence[tuple[bytes | memoryview, dict[int, Any]]]) -> None:

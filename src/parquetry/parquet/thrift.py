@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from parquetry.parquet.thrift_fast import fast_decode
 from parquetry.parquet.thrift_schema import Spec
 
 __all__ = ["ThriftError", "decode_struct", "read_struct", "write_struct"]
@@ -212,6 +213,10 @@ def decode_struct(
     Other readers (pyarrow's) may decode a dropped value differently: a footer with drops
     is malformed and must not be handed to them.
     """
+    if spec:
+        fast = fast_decode(data, pos, spec)
+        if fast is not None:  # well formed: nothing dropped (see thrift_fast)
+            return fast[0], fast[1], 0
     reader = _Reader(data, pos)
     try:
         result = reader.struct(0, spec)
