@@ -8,13 +8,16 @@ statistics). Values overlap and repeat across files and partitions."""
 
 from __future__ import annotations
 
+import math
 import os
+import random
 import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,7 +25,7 @@ from hypothesis import strategies as st
 from parquetry.dataset import Dataset
 from parquetry.dataset.indexspill import PairSink
 from parquetry.dataset.indexstate import IndexState, MergePolicy
-from parquetry.dataset.predicates import Literal
+from parquetry.dataset.predicates import Literal, eval_stats, to_expression
 from parquetry.errors import VersionExpired
 from parquetry.store import MemoryStore
 
@@ -199,3 +202,50 @@ def test_a_sink_encodes_every_pair_whatever_its_thresholds(
         zip(pairs.column("value").to_pylist(), pairs.column("label").to_pylist(), strict=True)
     )
     assert got == {pair for batch in batches for pair in batch}
+
+
+def test_a_float_point_lookup_reads_one_of_many_disjoint_pieces(tiny_thresholds: str) -> None:
+    # Footers leave NaN out of min/max, so every float piece was taken to reach up to NaN:
+    # a point lookup read every piece whose minimum is below the value (here: most of 40).
+    rng = random.Random(5)
+    values = [round(rng.uniform(-50, 50), 3) for _ in range(160)]
+    store = MemoryStore()
+    ds = Dataset.create(
+        store, "ds", pa.table({"p": [0], "k": [0.5]}), partition_on=["p"], secondary_indices=["k"]
+    )
+    ds = ds.append(pa.table({"p": [i % 40 for i in range(160)], "k": values}))
+    state = Dataset.open(store, "ds").document.index_states["k"]
+    assert len(state.pieces) + len(state.tail_pieces) > 10
+    expected = rebuilt_index_pairs(Dataset.open(store, "ds"), "k")
+    for v in values[:40]:
+        labels, keys = state.search(store, Literal(column="k", op="==", value=v, type=pa.float64()))
+        assert labels == {label for value, label in expected if value == v}
+        assert len(set(keys)) <= 1, (v, len(set(keys)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    values=st.lists(
+        st.none() | st.sampled_from([math.nan, -0.0, 0.0, math.inf, -math.inf, 1.5, -2.0]),
+        min_size=1,
+        max_size=8,
+    ),
+    op=st.sampled_from(["==", "in", "!=", "<", "<=", ">", ">="]),
+    probe=st.sampled_from([math.nan, -0.0, 0.0, math.inf, -math.inf, 1.5, -2.0, 3.0]),
+)
+def test_float_statistics_never_exclude_a_matching_row(
+    values: list[float | None], op: str, probe: float
+) -> None:
+    """eval_stats with the footer's statistics (NaN left out) against the rows themselves."""
+    table = pa.table({"k": pa.array(values, pa.float64())})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    md = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata
+    stats = md.row_group(0).column(0).statistics
+    lo, hi = (stats.min, stats.max) if stats is not None and stats.has_min_max else (None, None)
+    nulls = stats.null_count if stats is not None and stats.has_null_count else 0
+    value: Any = (probe, 1.5) if op == "in" else probe
+    lit = Literal(column="k", op=op, value=value, type=pa.float64())
+    matches = table.filter(to_expression(((lit,),))).num_rows
+    if matches:
+        assert eval_stats(lit, lo, hi, nulls, table.num_rows, nan_unknown=True), (lo, hi)
