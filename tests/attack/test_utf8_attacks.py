@@ -111,3 +111,23 @@ def test_writes_refuse_damaged_strings_in_every_shape(shape: str) -> None:
     with pytest.raises(InvalidArgument, match=r"column 's'.*row 2"):
         Dataset.create(store, "w", pa.table({"s": column}))
     assert not Dataset.exists(store, "w")
+
+
+def test_commit_files_refuses_a_foreign_file_with_a_bad_indexed_string() -> None:
+    # The file's index values went unchecked into the entry's index delta, whose decoding
+    # then rejected it: MetadataCorrupted (damage) for what is a bad input file.
+    store = MemoryStore()
+    Dataset.create(store, "c", pa.table({"s": ["x"]}), secondary_indices=["s"])
+    table = pa.table({"s": _strings([b"ok", b"\xff\xfe"])})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    key = "c/table/f.parquet"
+    store.put(key, sink.getvalue().to_pybytes())
+    described = FileDescription(
+        table="table", key=key, label="f", partition=(), rows=2, size=len(sink.getvalue())
+    )
+    with pytest.raises(InvalidArgument, match=r"f\.parquet.*column 's'.*UTF-8"):
+        Dataset.commit_files(store, "c", [described])
+    again = Dataset.open(store, "c")
+    assert again.version == 0
+    assert again.read().column("s").to_pylist() == ["x"]
