@@ -95,7 +95,10 @@ def open_cli_store(url: str, options: StoreOptions, *, must_exist: bool = True) 
     """
     from parquetry.store import LocalStore, open_store
 
-    scheme = urlsplit(url).scheme.lower()
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        scheme = ""  # a malformed URL ("s3://b[", "http://[::1"): open_store names it
     extra: dict[str, Any] = {}
     if scheme in _OBJECT_SCHEMES:
         # Credentials stay in the environment (AWS_ACCESS_KEY_ID...), where the backend reads

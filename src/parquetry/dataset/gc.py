@@ -196,13 +196,7 @@ def _collect_metadata(
     from parquetry.dataset.checkpoint import checkpoints_prefix
     from parquetry.dataset.segments import segments_prefix
 
-    try:
-        head = store.get(head_key(uuid))
-        root = json.loads(head).get("parquetry_head", {}).get("root") or {}
-        keep = keep | {d["key"] for d in root.get("segments", []) if "key" in d}
-        keep = keep | root_piece_keys(root.get("indices"))
-    except (NotFound, ValueError, AttributeError, TypeError):
-        pass
+    keep = keep | _head_keys(store, uuid)
     young = now - DEFAULT_LEASE
     victims = []
     # Index pieces (deltas written a moment before a commit point, pieces of a checkpoint
@@ -223,6 +217,20 @@ def _collect_metadata(
             victims.append(meta.key)
     _delete_all(store, victims)
     return victims
+
+
+def _head_keys(store: Store, uuid: str) -> set[str]:
+    """The segments and index pieces of the head's root: readers of the newest version use
+    them (the head's checkpoint root plus its tail), while the newest checkpoint (the one
+    GC itself wrote) may hold other pieces: a checkpoint rewrites an index with many dead
+    labels."""
+    try:
+        head = store.get(head_key(uuid))
+        root = json.loads(head).get("parquetry_head", {}).get("root") or {}
+        keys = {d["key"] for d in root.get("segments", []) if "key" in d}
+        return keys | root_piece_keys(root.get("indices"))
+    except (NotFound, ValueError, AttributeError, TypeError):
+        return set()
 
 
 def _pointer_keys(store: Store, uuid: str) -> tuple[set[str], bool]:
@@ -289,6 +297,7 @@ def garbage_collect(
         dropped |= set(files)
     meta_keep, old_pieces = _keep_chains(store, uuid, vs, retained, expired)
     dropped |= old_pieces
+    keep |= _head_keys(store, uuid)
     stamp = now.isoformat()
     # Newest first: an expired version not tombstoned yet (GC interrupted) is still whole,
     # as the entries its state is replayed from are older.

@@ -221,7 +221,9 @@ class IndexState:
         """:meth:`encode_delta` of the pairs a :class:`PairSink` collected, in bounded
         memory: a sink that spilled becomes ``{"pieces": [...]}``, pieces of disjoint value
         ranges (indexspill.py)."""
-        if sink.total <= inline_max:
+        # sink.table() holds only the pairs not spilled: a sink that spilled below
+        # inline_max (run_pairs <= inline_max) must be written from its runs.
+        if sink.total <= inline_max and not sink.spilled:
             return self.encode_delta(store, uuid, sink.table(), inline_max=inline_max)
         written = sink.write(store, uuid, self.column, files() if files else None)
         if len(written) == 1:

@@ -35,6 +35,7 @@ from parquetry.dataset.scope import labels_in_scope, partition_values_of
 from parquetry.dataset.write import FileDescription
 from parquetry.errors import CommitConflict, InvalidArgument
 from parquetry.parquet.files import read_table
+from parquetry.parquet.utf8 import first_invalid
 from parquetry.store import Store
 
 __all__ = [
@@ -47,6 +48,19 @@ __all__ = [
 
 
 def _file_index_values(store: Store, fd: FileDescription, column: str) -> pa.Array:
+    values = _index_values(store, fd, column)
+    # A foreign file (commit_files) is not checked when written: a value that is not UTF-8
+    # would be committed into the index delta, which every open then rejects.
+    if first_invalid(values) is not None:
+        raise InvalidArgument(
+            f"file {fd.key} (partition {fd.label!r}): a value of indexed column {column!r} "
+            "is not valid UTF-8; nothing is committed",
+            key=fd.key,
+        )
+    return values
+
+
+def _index_values(store: Store, fd: FileDescription, column: str) -> pa.Array:
     if column in fd.index_values:
         return fd.index_values[column]
     part = dict(fd.partition)

@@ -246,7 +246,7 @@ def eval_stats(
         return nonnull > 0
     if lo is None or hi is None:
         return True
-    if nan_unknown and pa.types.is_floating(lit.type):
+    if nan_unknown and pa.types.is_floating(lit.type) and _nan_may_match(lit):
         hi = math.nan
     try:
         if lit.op == "==":
@@ -260,6 +260,17 @@ def eval_stats(
         return compare(lit.op, hi, lit.value)
     except TypeError:
         return True
+
+
+def _nan_may_match(lit: Literal) -> bool:
+    """Whether a NaN row may satisfy ``lit`` (NaN is the greatest float): not for ``==`` or
+    ``in`` without a NaN value, so a footer leaving NaN out still excludes those (a point
+    lookup in an index of many float pieces reads one, not every piece above the value)."""
+    if lit.op == "==":
+        return is_nan(lit.value)
+    if lit.op == "in":
+        return any(is_nan(v) for v in lit.value)
+    return True
 
 
 def _compare_expression(op: str, field: pc.Expression, value: pa.Scalar) -> pc.Expression:

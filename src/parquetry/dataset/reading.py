@@ -127,10 +127,26 @@ class VersionReader:
                 f"dataset {self.uuid!r} has no secondary index on {column!r}; it has "
                 f"{list(self.secondary_indices)}"
             )
-        return self._index(column).full().pairs()
+        try:
+            return self._index(column).full().pairs()
+        except MetadataCorrupted as exc:
+            expired = version_collected(self, exc)
+            if expired is None:
+                raise
+            raise expired from None
 
     def plan(self, predicates: Any = None) -> ScanPlan:
         """The files to read for ``predicates`` (kartothek DNF) and why others are skipped."""
+        try:
+            return self._plan(predicates)
+        except MetadataCorrupted as exc:
+            # An index piece of this version GC collected meanwhile: expired, not corrupted.
+            expired = version_collected(self, exc)
+            if expired is None:
+                raise
+            raise expired from None
+
+    def _plan(self, predicates: Any) -> ScanPlan:
         dnf = validate_predicates(predicates, self.schema)
         columns = sorted({lit.column for conj in dnf or () for lit in conj})
         indices = {c: self._index(c) for c in columns if c in self._doc.indices}

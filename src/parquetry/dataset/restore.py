@@ -38,6 +38,7 @@ from parquetry.errors import (
     InvalidArgument,
     NotFound,
     ParquetryError,
+    VersionExpired,
 )
 from parquetry.store import Store
 
@@ -50,7 +51,8 @@ def _data_keys(doc: DatasetDocument) -> dict[str, str]:
 
 
 def _check_files(store: Store, target: DatasetDocument, number: int) -> None:
-    """Raise DatasetNotFound naming the first file of version ``number`` that is gone."""
+    """Raise VersionExpired naming the first file of version ``number`` that is gone
+    (DatasetNotFound when it is there with another size)."""
     expected: list[tuple[str, int | None]] = []
     for key, label in _data_keys(target).items():
         info = target.files.get(label) if label in target.files else None
@@ -63,7 +65,7 @@ def _check_files(store: Store, target: DatasetDocument, number: int) -> None:
         try:
             found = store.head(key).size
         except NotFound:
-            raise DatasetNotFound(
+            raise VersionExpired(
                 f"cannot restore version {number} of dataset {target.uuid!r}: its file {key} "
                 "was removed (garbage collected); nothing is committed",
                 key=key,
@@ -193,7 +195,7 @@ def _still_there(store: Store, target: DatasetDocument, version: int) -> None:
     that expires it reads the intent afterwards) and its files are all there."""
     found = read_version(store, target.uuid, version)
     if found is None or found[0] == "tombstone":
-        raise DatasetNotFound(
+        raise VersionExpired(
             f"cannot restore version {version} of dataset {target.uuid!r}: garbage collection "
             "expired it while the restore ran; nothing is committed",
             key=version_key(target.uuid, version),

@@ -35,8 +35,16 @@ def _newest_keys(ds: Dataset) -> tuple[int, set[str]]:
     from parquetry.dataset.dataset import Dataset
 
     newest = Dataset.open(ds.store, ds.uuid, decryption=ds._decryption)
-    keys = {key for files in newest.document.partitions.values() for key in files.values()}
-    return newest.version, keys
+    return newest.version, _version_keys(newest)
+
+
+def _version_keys(ds: Dataset) -> set[str]:
+    """The data files and index pieces of ``ds``'s version (what GC may collect)."""
+    doc = ds.document
+    keys = {key for files in doc.partitions.values() for key in files.values()}
+    for state in doc.index_states.values():
+        keys |= state.piece_keys()
+    return keys
 
 
 def read_base_file(
@@ -63,17 +71,20 @@ def read_base_file(
 
 
 def version_collected(ds: Dataset, exc: MetadataCorrupted) -> VersionExpired | None:
-    """VersionExpired when ``exc`` (a data file of ``ds``'s version is missing) is due to
-    garbage collection: the newest version no longer references the file; else None."""
+    """VersionExpired when ``exc`` (a data file or index piece of ``ds``'s version is
+    missing) is due to garbage collection: the newest version no longer references it;
+    else None."""
     key = exc.key
-    if key is None or key not in {k for f in ds.document.partitions.values() for k in f.values()}:
+    if key is None or key not in _version_keys(ds):
         return None
     number, keys = _newest_keys(ds)
     if key in keys:
         return None  # the newest version needs it: really missing
+    data = {k for f in ds.document.partitions.values() for k in f.values()}
+    what = "data file" if key in data else "index piece"
     return VersionExpired(
         f"dataset {ds.uuid!r}: version {ds.version} was garbage collected while it was read "
-        f"(its data file {key} is gone; the newest version is {number}): open the dataset "
+        f"(its {what} {key} is gone; the newest version is {number}): open the dataset "
         "again to read the newest version",
         key=key,
         store=ds.store.url,

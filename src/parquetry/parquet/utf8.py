@@ -36,8 +36,11 @@ _SLICE = 4096
 
 def holds_strings(t: pa.DataType) -> bool:
     """Whether values of type ``t`` hold UTF-8 strings (at any depth)."""
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return True
+    if pa.types.is_dictionary(t):
+        # A file written from pandas categoricals (kartothek) reads back dictionary-encoded.
+        return holds_strings(t.value_type)
     return any(holds_strings(t.field(i).type) for i in range(t.num_fields))
 
 
@@ -74,17 +77,35 @@ def _validated(arr: pa.Array) -> bool:
 def _chunk_ok(arr: pa.Array) -> bool:
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
         return _flat_ok(arr)
+    if pa.types.is_dictionary(arr.type) and not _chunk_ok(arr.dictionary):
+        # Only the entries rows refer to count (they are what a cast to string returns).
+        return _chunk_ok(_decoded(arr))
     return _validated(arr)
+
+
+def _decoded(arr: pa.Array) -> pa.Array:
+    """A dictionary array's values row by row (``take`` copies bytes without checking)."""
+    return arr.dictionary.take(arr.indices)
+
+
+def _row(arr: pa.Array, i: int) -> pa.Array:
+    """Row ``i`` alone: a slice of a nested array keeps (and validates) its whole child
+    arrays, so every row of it would look bad; ``take`` copies the row's values."""
+    if arr.type.num_fields == 0:
+        return arr.slice(i, 1)
+    return arr.take([i])
 
 
 def _first_bad(arr: pa.Array) -> int:
     """The index of the first row whose value is not valid (``arr`` is known bad)."""
+    if pa.types.is_dictionary(arr.type):
+        arr = _decoded(arr)
     for begin in range(0, len(arr), _SLICE):
         part = arr.slice(begin, _SLICE)
         if _chunk_ok(part):
             continue
         for i in range(len(part)):
-            if not _chunk_ok(part.slice(i, 1)):
+            if not _chunk_ok(_row(part, i)):
                 return begin + i
     return 0  # not reached: a bad array has a bad row
 
