@@ -120,9 +120,11 @@ def test_gc_collects_pieces_of_an_index_only_expired_versions_had() -> None:
 
 
 def _named(store: Store, uuid: str) -> set[str]:
-    """Pieces something retained names: a retained version's state, a checkpoint root."""
+    """Pieces something retained names: a retained version's state, a checkpoint root, the
+    head's root (readers of the newest version start from it, while the checkpoint GC wrote
+    may hold other pieces)."""
     from parquetry.dataset.checkpoint import checkpoint_key, decode_root, list_checkpoints
-    from parquetry.dataset.gc import referenced_keys
+    from parquetry.dataset.gc import _head_keys, referenced_keys
     from parquetry.dataset.indexwire import root_piece_keys
     from parquetry.dataset.versions import load_version
 
@@ -132,6 +134,7 @@ def _named(store: Store, uuid: str) -> set[str]:
     for c in list_checkpoints(store, uuid):
         key = checkpoint_key(uuid, c)
         keys |= root_piece_keys(decode_root(store.get(key), key).get("indices"))
+    keys |= _head_keys(store, uuid)
     return {k for k in keys if "/_indices/" in k}
 
 
