@@ -42,16 +42,18 @@ which files would be rewritten, dropped or left alone, with the metrics.
 Memory bound
 ============
 Each file is read, edited and its kept rows handed to the writer by one task;
-``concurrency`` tasks run at a time (default 1; ``edit`` must then be thread-safe: it is
-called from worker threads, on different files). Kept rows are buffered up to
-``buffer_bytes`` (default 4 MiB) and written together: many small inputs make few outputs
-(one write intent, one file per partition per flush); a larger table is written at once.
-Peak memory is therefore about ``concurrency`` x (one input file decoded + the rows its
-edit keeps) + the buffer + one write (its sorted copy and encoded output files): **about 3-4x
-the decoded size of the largest file rewritten, plus 4 MiB**, with the default
-concurrency, whatever the size of the dataset (tested under RLIMIT_AS). The file
-descriptions collected cost a few hundred bytes per file, plus the distinct values of
-indexed columns.
+``concurrency`` tasks run at a time (default 1 here, :data:`CONCURRENCY` = 2 for the table
+operations; ``edit`` must then be thread-safe: it is called from worker threads, on
+different files), and beyond the first only while the files in flight add up to
+``PARALLEL_BYTES`` (4 MiB decoded, estimated from their rows): a large file is rewritten
+alone. Kept rows are buffered up to ``buffer_bytes`` (default 4 MiB) and written together:
+many small inputs make few outputs (one write intent, one file per partition per flush); a
+larger table is written at once. Peak memory is therefore about (one input file decoded +
+the rows its edit keeps, or those of the small files in flight) + the buffer + one write
+(its sorted copy and encoded output files) per task: **about 3-4x the decoded size of the
+largest file rewritten (or of 4 MiB of small files), plus 4 MiB**, whatever the size of
+the dataset (tested under RLIMIT_AS). The file descriptions collected cost a few hundred
+bytes per file, plus the distinct values of indexed columns.
 
 Results are taken in the order of ``labels`` whatever the concurrency, so the outcome (the
 plan, the metrics) does not depend on timing; ``progress`` is called from the calling thread.
@@ -94,6 +96,7 @@ from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.rewrite_commit import CheckAdded, commit_rewrite
 from parquetry.dataset.rewrite_walk import (
     BUFFER_BYTES,
+    CONCURRENCY,
     ENGINE_METRICS,
     Edit,
     FileEdit,
@@ -111,6 +114,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUFFER_BYTES",
+    "CONCURRENCY",
     "ENGINE_METRICS",
     "CheckAdded",
     "Edit",

@@ -8,6 +8,7 @@ taking the results in order so that the outcome does not depend on timing.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUFFER_BYTES",
+    "CONCURRENCY",
     "ENGINE_METRICS",
+    "PARALLEL_BYTES",
     "Counts",
     "Edit",
     "FileEdit",
@@ -40,6 +43,15 @@ __all__ = [
 
 #: Kept rows buffered before they are written (small files are written together).
 BUFFER_BYTES = 4 << 20
+#: Files rewritten at the same time by the table operations (``delete_where``,
+#: ``update_where``, ``upsert``): two overlap one file's decode and edit with another's
+#: encode and store (pyarrow releases the GIL), measured in docs/benchmarks.md.
+CONCURRENCY = 2
+#: Decoded bytes (estimated) of the files in flight beyond the first: small files are
+#: rewritten ``concurrency`` at a time, a file larger than this alone (the memory bound of
+#: one large file stays that of concurrency 1). Small files are where the per-file costs
+#: dominate (the benchmark's: 10,000 rows, 0.4 MB).
+PARALLEL_BYTES = 4 << 20
 #: The counts the engine keeps itself (see the module docstring).
 ENGINE_METRICS = ("rows_deleted", "rows_updated", "rows_copied", "files_rewritten")
 
@@ -180,9 +192,11 @@ def walk(
     on_edit: Callable[[FileEdit], None],
     concurrency: int = 1,
     operation: str = "rewrite",
+    parallel_bytes: int = PARALLEL_BYTES,
 ) -> tuple[list[str], list[str], list[str], Counts]:
-    """Read ``read``, at most ``concurrency`` files at a time, each read, edited and
-    written (``on_edit``) by one task; results are taken in order, so the outcome does
+    """Read ``read``, at most ``concurrency`` files at a time and, beyond the first, only
+    while the files in flight add up to ``parallel_bytes`` (decoded, estimated), each read, edited
+    and written (``on_edit``) by one task; results are taken in order, so the outcome does
     not depend on timing. On an error no new file is started, the running ones finish
     (their files are recorded for abandonment) and the first error is raised."""
     if concurrency < 1:
@@ -218,22 +232,51 @@ def walk(
 
     if progress is not None:
         progress(0, total)
-    if concurrency == 1 or total <= 1:
+    width = _row_width(ds.schema)
+    sizes = [_decoded_size(ds, label, width) for label in read] if concurrency > 1 else []
+    if not any(a + b <= parallel_bytes for a, b in itertools.pairwise(sizes)):
+        # No two files would be in flight together: no worker threads either (each thread's
+        # stack counts against an address-space limit).
         for label in read:
             collect(one(label))
         return rewritten, unchanged, emptied, counts
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        pending: deque[Future[_Done]] = deque()
+        pending: deque[tuple[Future[_Done], int]] = deque()
+        held = 0  # decoded bytes (estimated) of the files in flight
         try:
-            for label in read:
-                if len(pending) >= concurrency:
-                    collect(pending.popleft().result())
-                pending.append(pool.submit(one, label))
+            for label, size in zip(read, sizes, strict=True):
+                # A file joins the ones in flight only while they fit the budget together:
+                # large files go one at a time (the memory bound of concurrency 1).
+                while pending and (len(pending) >= concurrency or held + size > parallel_bytes):
+                    future, done_size = pending.popleft()
+                    held -= done_size
+                    collect(future.result())
+                pending.append((pool.submit(one, label), size))
+                held += size
             while pending:
-                collect(pending.popleft().result())
+                collect(pending.popleft()[0].result())
         except BaseException:
-            for future in pending:
+            for future, _ in pending:
                 future.cancel()
-            wait(pending)
+            wait([future for future, _ in pending])
             raise
     return rewritten, unchanged, emptied, counts
+
+
+def _decoded_size(ds: Dataset, label: str, width: int) -> int:
+    """A file's decoded size, estimated from its rows (its encoded size a floor: Parquet
+    compresses some columns 100x, so the encoded size alone would understate it)."""
+    info = ds.document.files.get(label)
+    # Unknown (a file kartothek wrote): counted as large, so it is read alone.
+    return max(info.size, info.rows * width) if info is not None else PARALLEL_BYTES + 1
+
+
+def _row_width(schema: pa.Schema) -> int:
+    """Decoded bytes per row: fixed widths, 16 per variable-width or nested value."""
+    out = 0
+    for field in schema:
+        try:
+            out += max(field.type.bit_width // 8, 1)
+        except ValueError:
+            out += 16
+    return out
