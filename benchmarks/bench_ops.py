@@ -16,7 +16,9 @@ the parquetry side (``--quick``: 1,000 rows into 200,000 rows in 100 partitions)
   + ``merge(predicate="t.k = s.k").when_matched_update_all().when_not_matched_insert_all()``.
 
 Each side runs in its own subprocess on its own copy of the table (data files hard-linked)
-and reports the wall time of open + operation and its peak RSS
+and reports the wall time of open + operation, its CPU time (``time.process_time``: every
+thread of the process, Rust's included; the figure to compare on a loaded machine) and its
+peak RSS
 (``resource.getrusage(RUSAGE_SELF).ru_maxrss``; this orchestrating process imports neither
 pyarrow nor the libraries, so the value a child inherits across ``execve`` is small; VmHWM
 is reported too). The result is checked afterwards (row count, one updated and one inserted
@@ -189,11 +191,11 @@ def parquetry_upsert(path: str, source: dict[str, Any]) -> dict[str, Any]:
     from parquetry.store import LocalStore
 
     src = pq.read_table(source["path"])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     ds = Dataset.open(LocalStore(path), UUID)
     new = ds.upsert(src, on=["k"])
-    seconds = time.perf_counter() - t0
-    out = {"seconds": seconds, **_peak()}
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out = {"seconds": seconds, "cpu_s": cpu, **_peak()}
     metrics = new.history(limit=1)[0].metrics
     out["metrics"] = {k: v for k, v in metrics.items() if k.startswith(("rows_", "files_"))}
     out["rows_after"] = sum(info.rows for info in new.document.files.values())
@@ -210,7 +212,7 @@ def delta_upsert(path: str, source: dict[str, Any]) -> dict[str, Any]:
     from deltalake import DeltaTable
 
     src = pq.read_table(source["path"])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     dt = DeltaTable(path)
     metrics = (
         dt.merge(source=src, predicate="t.k = s.k", source_alias="s", target_alias="t")
@@ -218,8 +220,8 @@ def delta_upsert(path: str, source: dict[str, Any]) -> dict[str, Any]:
         .when_not_matched_insert_all()
         .execute()
     )
-    seconds = time.perf_counter() - t0
-    out = {"seconds": seconds, **_peak(), "metrics": metrics}
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out = {"seconds": seconds, "cpu_s": cpu, **_peak(), "metrics": metrics}
     dt = DeltaTable(path)
     actions = pa.table(dt.get_add_actions(flatten=True))  # arro3 -> pyarrow
     out["rows_after"] = int(pc.sum(actions.column("num_records")).as_py())
@@ -339,8 +341,10 @@ def report(results: Sequence[dict[str, Any]]) -> None:
     print()
     print(
         f"{'case':<22} {'parquetry':>11} {'delta-rs':>11} {'speedup':>8} "
+        f"{'pq cpu':>8} {'dl cpu':>8} "
         f"{'pq peak':>10} {'dl peak':>10} {'mem ratio':>9}  load avg"
     )
+    nan = float("nan")
     for r in results:
         pq_side, dl_side = r.get("parquetry"), r.get("deltalake")
         if not isinstance(pq_side, dict) or not isinstance(dl_side, dict):
@@ -350,6 +354,7 @@ def report(results: Sequence[dict[str, Any]]) -> None:
         print(
             f"{r.get('case', '?'):<22} {pq_side['seconds']:>10.2f}s {dl_side['seconds']:>10.2f}s "
             f"{dl_side['seconds'] / pq_side['seconds']:>7.1f}x "
+            f"{pq_side.get('cpu_s', nan):>7.2f}s {dl_side.get('cpu_s', nan):>7.2f}s "
             f"{_mib(pq_side['peak_rss']):>7.0f}MiB {_mib(dl_side['peak_rss']):>7.0f}MiB "
             f"{pq_side['peak_rss'] / dl_side['peak_rss']:>9.2f}  "
             + " ".join(f"{x:.2f}" for x in load)

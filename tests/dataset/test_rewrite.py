@@ -308,3 +308,41 @@ def test_a_recorded_metric_that_is_not_an_int_makes_the_document_unreadable() ->
         reopened = Dataset.open(store, "d")
     assert reopened.info is not None
     assert reopened.info.extra["rows_deleted"] == 1
+
+
+def test_small_files_are_rewritten_together_large_ones_alone() -> None:
+    """concurrency=2 overlaps two files only while their estimated decoded sizes fit
+    ``parallel_bytes`` together: a large file keeps the memory bound of one file."""
+    import threading
+    import time
+
+    from parquetry.dataset.rewrite_walk import walk
+
+    store = MemoryStore()
+    ds = _make(store).append(BASE)
+    labels = list(ds.document.partitions)
+    lock = threading.Lock()
+    running, peak = [0], [0]
+    barrier = threading.Barrier(2, timeout=10)
+
+    def tracked(wait_for_other: bool) -> Any:
+        def edit(label: str, table: pa.Table) -> FileEdit | None:
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            if wait_for_other:
+                barrier.wait()  # broken (raises) unless two files are edited at once
+            else:
+                time.sleep(0.02)
+            with lock:
+                running[0] -= 1
+            return _drop_even(label, table)
+
+        return edit
+
+    walk(ds, labels[:2], tracked(True), None, lambda _: None, 2, parallel_bytes=1 << 20)
+    assert peak[0] == 2
+    peak[0] = 0
+    done = walk(ds, labels, tracked(False), None, lambda _: None, 2, parallel_bytes=0)
+    assert peak[0] == 1
+    assert set(done[0]) | set(done[1]) == set(labels)

@@ -100,7 +100,7 @@ class PairSink:
         return pa.concat_tables(self.buffer)
 
     def _spill(self) -> None:
-        run = _sorted(self.table())
+        run = _by_value(self.table())
         self.buffer, self.buffered = [], 0
         if self._dir is None:
             self._dir = tempfile.TemporaryDirectory(prefix="parquetry-index-")
@@ -135,16 +135,32 @@ class PairSink:
         out: list[tuple[IndexFooter, int]] = []
         chunks: list[pa.Table] = []
         held = 0
+        # Chunks come in ascending value ranges (disjoint), unsorted within: a piece is
+        # whole chunks, and only a chunk a piece boundary falls into is sorted to be cut
+        # there (write_piece sorts every piece by (value, label) anyway).
         for chunk in _merge([_read_run(p) for p in self.runs]):
-            chunks.append(chunk)
-            held += chunk.num_rows
-            while held > max_pairs:
-                pending = pa.concat_tables(chunks)
-                cut = _cut(pending.column("value").combine_chunks(), max_pairs)
-                if cut is None:
-                    break  # one value so far: its labels stay together
-                out.append(_write(store, uuid, column, [pending.slice(0, cut)], files))
-                chunks, held = [pending.slice(cut)], pending.num_rows - cut
+            ordered = False
+            while held + chunk.num_rows > max_pairs:
+                if not ordered:
+                    chunk, ordered = _by_value(chunk), True
+                room = max_pairs - held
+                cut = _cut(chunk.column("value").combine_chunks(), room)
+                if cut is not None and cut <= room:
+                    chunks.append(chunk.slice(0, cut))
+                    chunk = chunk.slice(cut)
+                elif held:
+                    pass  # the chunk's first value does not fit beside the pairs held
+                elif cut is not None:
+                    # One value with more pairs than a piece: a piece of its own.
+                    chunks.append(chunk.slice(0, cut))
+                    chunk = chunk.slice(cut)
+                else:
+                    break  # the chunk is one value: kept whole
+                out.append(_write(store, uuid, column, chunks, files))
+                chunks, held = [], 0
+            if chunk.num_rows:
+                chunks.append(chunk)
+                held += chunk.num_rows
         if held:
             out.append(_write(store, uuid, column, chunks, files))
         return out
@@ -157,9 +173,10 @@ def _write(
     return write_piece(store, uuid, column, pairs, files), pairs.num_rows
 
 
-def _sorted(pairs: pa.Table) -> pa.Table:
-    order = pc.sort_indices(pairs, sort_keys=[("value", "ascending"), ("label", "ascending")])
-    return pairs.take(order)
+def _by_value(pairs: pa.Table) -> pa.Table:
+    """``pairs`` in ascending value order (Arrow's: NaN last); the order of a value's
+    labels does not matter (a piece's bytes come from write_piece's own sort)."""
+    return pairs.take(pc.sort_indices(pairs, sort_keys=[("value", "ascending")]))
 
 
 def _read_run(path: str) -> Iterator[pa.Table]:
@@ -171,8 +188,9 @@ def _read_run(path: str) -> Iterator[pa.Table]:
 
 
 def _merge(sources: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
-    """Merge runs sorted by value into chunks in ascending value order, each holding every
-    pair of its values (a chunk boundary never splits a value), one batch per run held."""
+    """Merge runs sorted by value into chunks of ascending, disjoint value ranges (unsorted
+    within), each holding every pair of its values (a chunk boundary never splits a
+    value), one batch per run held."""
     k = len(sources)
     empty = None
     bufs: list[pa.Table | None] = [None] * k
@@ -201,7 +219,7 @@ def _merge(sources: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
             return
         bounded = [i for i in held if live[i]]
         if not bounded:
-            yield _sorted(pa.concat_tables([bufs[i] for i in held]))
+            yield pa.concat_tables([bufs[i] for i in held])
             return
         lasts = pa.concat_arrays([_last(bufs[i]) for i in bounded])
         first = int(pc.sort_indices(lasts)[0].as_py())
@@ -219,7 +237,7 @@ def _merge(sources: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
                 parts.append(b.slice(0, n))
                 bufs[i] = b.slice(n)
                 fill(i)
-        yield _sorted(pa.concat_tables(parts))  # sorted: a piece ends at a value boundary
+        yield pa.concat_tables(parts)
 
 
 def _cut(values: pa.Array, n: int) -> int | None:
@@ -246,6 +264,9 @@ def _last(table: pa.Table) -> pa.Array:
 def _below(values: pa.ChunkedArray, pivot: Any) -> int:
     """How many leading values (ascending, Arrow's sort order) sort before ``pivot``."""
     arr = values.combine_chunks()
+    if pa.types.is_integer(arr.type):
+        # Sorted within the batch: a binary search, not a comparison of every value.
+        return int(np.searchsorted(arr.to_numpy(zero_copy_only=False), pivot.as_py(), "left"))
     if pa.types.is_floating(arr.type):
         # Arrow sorts NaN last; "<" is false for it both ways.
         np_values = arr.to_numpy(zero_copy_only=False)

@@ -42,16 +42,18 @@ which files would be rewritten, dropped or left alone, with the metrics.
 Memory bound
 ============
 Each file is read, edited and its kept rows handed to the writer by one task;
-``concurrency`` tasks run at a time (default 1; ``edit`` must then be thread-safe: it is
-called from worker threads, on different files). Kept rows are buffered up to
-``buffer_bytes`` (default 4 MiB) and written together: many small inputs make few outputs
-(one write intent, one file per partition per flush); a larger table is written at once.
-Peak memory is therefore about ``concurrency`` x (one input file decoded + the rows its
-edit keeps) + the buffer + one write (its sorted copy and encoded output files): **about 3-4x
-the decoded size of the largest file rewritten, plus 4 MiB**, with the default
-concurrency, whatever the size of the dataset (tested under RLIMIT_AS). The file
-descriptions collected cost a few hundred bytes per file, plus the distinct values of
-indexed columns.
+``concurrency`` tasks run at a time (default 1 here, :data:`CONCURRENCY` = 2 for the table
+operations; ``edit`` must then be thread-safe: it is called from worker threads, on
+different files), and beyond the first only while the files in flight add up to
+``PARALLEL_BYTES`` (4 MiB decoded, estimated from their rows): a large file is rewritten
+alone. Kept rows are buffered up to ``buffer_bytes`` (default 4 MiB) and written together:
+many small inputs make few outputs (one write intent, one file per partition per flush); a
+larger table is written at once. Peak memory is therefore about (one input file decoded +
+the rows its edit keeps, or those of the small files in flight) + the buffer + one write
+(its sorted copy and encoded output files) per task: **about 3-4x the decoded size of the
+largest file rewritten (or of 4 MiB of small files), plus 4 MiB**, whatever the size of
+the dataset (tested under RLIMIT_AS). The file descriptions collected cost a few hundred
+bytes per file, plus the distinct values of indexed columns.
 
 Results are taken in the order of ``labels`` whatever the concurrency, so the outcome (the
 plan, the metrics) does not depend on timing; ``progress`` is called from the calling thread.
@@ -85,30 +87,34 @@ they may be committed. Either way the dataset is at the old or the new version.
 
 from __future__ import annotations
 
-import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from parquetry.dataset.commit import MAX_RETRIES, commit, now_iso
-from parquetry.dataset.intents import abandon_files, claim_for_commit
-from parquetry.dataset.metadata import DatasetDocument
-from parquetry.dataset.ops import apply_change, fit_concurrent_schema
-from parquetry.dataset.plan import PlannedFile
-from parquetry.dataset.staleread import read_base_file
+from parquetry.dataset.commit import MAX_RETRIES
+from parquetry.dataset.intents import abandon_files
+from parquetry.dataset.rewrite_commit import CheckAdded, commit_rewrite
+from parquetry.dataset.rewrite_walk import (
+    BUFFER_BYTES,
+    CONCURRENCY,
+    ENGINE_METRICS,
+    Edit,
+    FileEdit,
+    Progress,
+    Writer,
+    walk,
+)
 from parquetry.dataset.versions import LoadedState
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import CommitConflict, InvalidArgument
+from parquetry.errors import InvalidArgument
 from parquetry.parquet import WriteOptions
 
 if TYPE_CHECKING:
     from parquetry.dataset.dataset import Dataset
 
 __all__ = [
+    "BUFFER_BYTES",
+    "CONCURRENCY",
     "ENGINE_METRICS",
     "CheckAdded",
     "Edit",
@@ -120,36 +126,6 @@ __all__ = [
     "rewrite",
     "rewrite_files",
 ]
-
-#: Kept rows buffered before they are written (small files are written together).
-BUFFER_BYTES = 4 << 20
-#: The counts the engine keeps itself (see the module docstring).
-ENGINE_METRICS = ("rows_deleted", "rows_updated", "rows_copied", "files_rewritten")
-
-
-@dataclass(frozen=True, slots=True)
-class FileEdit:
-    """What an ``edit`` function decided for one file (label).
-
-    ``keep``: the rows to write back in place of the file (dataset schema, partition
-    columns included); None or empty removes the file without a replacement.
-    ``rows_removed`` / ``rows_updated``: for the metrics (the engine does not diff tables).
-    """
-
-    label: str
-    keep: pa.Table | None
-    rows_removed: int = 0
-    rows_updated: int = 0
-
-
-#: ``edit(label, table) -> FileEdit | None`` (None: the file stays as it is).
-Edit = Callable[[str, pa.Table], FileEdit | None]
-#: ``progress(done_files, total_files)``.
-Progress = Callable[[int, int], None]
-#: ``check_added(base, labels)``: called before committing on a newer version ``base`` with
-#: the labels it has that this rewrite's version had not (files concurrent commits added);
-#: raises (a CommitConflict) when they may change what the operation decided.
-CheckAdded = Callable[[DatasetDocument, list[str]], None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,23 +155,6 @@ class RewriteResult:
     committed: bool
 
 
-def _planned(ds: Dataset, label: str) -> PlannedFile:
-    doc = ds.document
-    files = doc.partitions.get(label)
-    if files is None:
-        raise InvalidArgument(f"dataset {ds.uuid!r} has no partition label {label!r}")
-    table = doc.tables[0]
-    info = doc.files.get(label)
-    return PlannedFile(
-        label=label,
-        key=files[table],
-        table=table,
-        partition=ds._values_of(label),
-        rows=info.rows if info else None,
-        size=info.size if info else None,
-    )
-
-
 def _labels(ds: Dataset, labels: Iterable[str], drop: Iterable[str]) -> tuple[list[str], list[str]]:
     read = list(dict.fromkeys(labels))
     dropped = list(dict.fromkeys(drop))
@@ -210,163 +169,6 @@ def _labels(ds: Dataset, labels: Iterable[str], drop: Iterable[str]) -> tuple[li
     return read, dropped
 
 
-def _check_edit(edit: FileEdit | None, label: str, ds: Dataset) -> FileEdit | None:
-    if edit is None:
-        return None
-    if not isinstance(edit, FileEdit) or edit.label != label:
-        raise InvalidArgument(
-            f"dataset {ds.uuid!r}: the edit of {label!r} returned {edit!r}, expected "
-            f"FileEdit(label={label!r}, ...) or None"
-        )
-    return edit
-
-
-class _Writer:
-    """Writes the rows edits keep as new files (thread-safe). Tables are buffered until
-    ``buffer_bytes``: many small inputs make few outputs (one ``_write``, one write intent,
-    one file per partition per flush); a table at least that large is written at once."""
-
-    def __init__(
-        self,
-        ds: Dataset,
-        write_options: WriteOptions | None,
-        buffer_bytes: int,
-        added: list[FileDescription],
-    ):
-        self.ds, self.write_options, self.limit, self.added = ds, write_options, buffer_bytes, added
-        self.lock = threading.Lock()
-        self.buffer: list[pa.Table] = []
-        self.size = 0
-
-    def add(self, decided: FileEdit) -> None:
-        table = decided.keep
-        if table is None or not table.num_rows:
-            return
-        batches: list[list[pa.Table]] = []
-        with self.lock:
-            if self.buffer and not table.schema.equals(self.buffer[0].schema):
-                batches.append(self.buffer)  # written apart: one schema per write
-                self.buffer, self.size = [], 0
-            self.buffer.append(table)
-            self.size += table.nbytes
-            if self.size >= self.limit:
-                batches.append(self.buffer)
-                self.buffer, self.size = [], 0
-        for tables in batches:
-            self._write(tables)
-
-    def _write(self, tables: list[pa.Table]) -> None:
-        if not tables:
-            return
-        data = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-        files = self.ds._write(data, self.write_options, merge_schema=False)[0]
-        with self.lock:
-            self.added.extend(files)
-
-    def flush(self) -> None:
-        """Write what is buffered (after the last edit)."""
-        with self.lock:
-            rest, self.buffer, self.size = self.buffer, [], 0
-        self._write(rest)
-
-
-@dataclass(frozen=True, slots=True)
-class _Done:
-    """What one file's edit did, without its tables (they are gone once written)."""
-
-    label: str
-    changed: bool
-    rows_removed: int = 0
-    rows_updated: int = 0
-    kept: int = 0
-
-
-class _Counts:
-    def __init__(self) -> None:
-        self.values = dict.fromkeys(ENGINE_METRICS, 0)
-
-    def add(self, done: _Done) -> None:
-        self.values["rows_deleted"] += done.rows_removed
-        self.values["rows_updated"] += done.rows_updated
-        self.values["rows_copied"] += max(done.kept - done.rows_updated, 0)
-        self.values["files_rewritten"] += 1 if done.kept else 0
-
-    def merged(self, given: Mapping[str, int]) -> dict[str, int]:
-        out = {k: v for k, v in self.values.items() if v}
-        for key, value in given.items():
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise InvalidArgument(f"metric {key!r} must be an int, got {value!r}")
-            out[key] = out.get(key, 0) + value
-        return out
-
-
-def _walk(
-    ds: Dataset,
-    read: Sequence[str],
-    edit: Edit,
-    progress: Progress | None,
-    on_edit: Callable[[FileEdit], None],
-    concurrency: int = 1,
-    operation: str = "rewrite",
-) -> tuple[list[str], list[str], list[str], _Counts]:
-    """Read ``read``, at most ``concurrency`` files at a time, each read, edited and
-    written (``on_edit``) by one task; results are taken in order, so the outcome does
-    not depend on timing. On an error no new file is started, the running ones finish
-    (their files are recorded for abandonment) and the first error is raised."""
-    if concurrency < 1:
-        raise InvalidArgument(f"concurrency must be >= 1, got {concurrency}")
-
-    def one(label: str) -> _Done:
-        # A file garbage collected meanwhile is a stale base (BaseCollected), not corruption.
-        table = read_base_file(ds, _planned(ds, label), operation)
-        decided = _check_edit(edit(label, table), label, ds)
-        del table  # the input is not needed while its output is written
-        if decided is None:
-            return _Done(label, changed=False)
-        kept = decided.keep.num_rows if decided.keep is not None else 0
-        on_edit(decided)
-        return _Done(label, True, decided.rows_removed, decided.rows_updated, kept)
-
-    counts = _Counts()
-    rewritten: list[str] = []
-    unchanged: list[str] = []
-    emptied: list[str] = []
-    total = len(read)
-
-    def collect(done: _Done) -> None:
-        if not done.changed:
-            unchanged.append(done.label)
-        else:
-            counts.add(done)
-            rewritten.append(done.label)
-            if not done.kept:
-                emptied.append(done.label)
-        if progress is not None:
-            progress(len(rewritten) + len(unchanged), total)
-
-    if progress is not None:
-        progress(0, total)
-    if concurrency == 1 or total <= 1:
-        for label in read:
-            collect(one(label))
-        return rewritten, unchanged, emptied, counts
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        pending: deque[Future[_Done]] = deque()
-        try:
-            for label in read:
-                if len(pending) >= concurrency:
-                    collect(pending.popleft().result())
-                pending.append(pool.submit(one, label))
-            while pending:
-                collect(pending.popleft().result())
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            wait(pending)
-            raise
-    return rewritten, unchanged, emptied, counts
-
-
 def plan_rewrite(
     ds: Dataset,
     labels: Iterable[str],
@@ -379,7 +181,7 @@ def plan_rewrite(
 ) -> RewritePlan:
     """The dry run of :func:`rewrite_files`: the same reads and edits, nothing written."""
     read, dropped = _labels(ds, labels, drop)
-    rewritten, unchanged, emptied, counts = _walk(
+    rewritten, unchanged, emptied, counts = walk(
         ds, read, edit, progress, lambda _: None, concurrency
     )
     return RewritePlan(
@@ -389,33 +191,6 @@ def plan_rewrite(
         metrics=counts.merged(metrics or {}),
         emptied=tuple(emptied),
     )
-
-
-def _schema_after(base: DatasetDocument, schema: pa.Schema, merge: bool = False) -> pa.Schema:
-    assert base.schema is not None
-    if base.schema.equals(schema):
-        return schema
-    return fit_concurrent_schema(base, schema, merge=merge, what="rewrite")
-
-
-def _gone(base: DatasetDocument, doc: DatasetDocument, removed: Sequence[str]) -> list[str]:
-    """The labels of ``removed`` that ``base`` no longer has with the same file."""
-    out = []
-    for label in removed:
-        now = base.partitions.get(label)
-        if now is None or dict(now) != dict(doc.partitions[label]):
-            out.append(label)
-    return out
-
-
-def _added(base: DatasetDocument, doc: DatasetDocument) -> list[str]:
-    """The labels of ``base`` that ``doc`` does not have with the same file."""
-    out = []
-    for label, files in base.partitions.items():
-        old = doc.partitions.get(label)
-        if old is None or dict(old) != dict(files):
-            out.append(label)
-    return out
 
 
 def rewrite_files(
@@ -486,8 +261,8 @@ def rewrite(
     try:
         params = string_parameters(parameters)
         read, dropped = _labels(ds, labels, drop)
-        writer = _Writer(ds, write_options, buffer_bytes, added)
-        rewritten, unchanged, emptied, counts = _walk(
+        writer = Writer(ds, write_options, buffer_bytes, added)
+        rewritten, unchanged, emptied, counts = walk(
             ds, read, edit, progress, writer.add, concurrency, operation
         )
         writer.flush()
@@ -504,89 +279,7 @@ def rewrite(
     )
     if not plan.removed and not added:
         return RewriteResult(state=ds._state(), plan=plan, committed=False)
-    state = _commit(
+    state = commit_rewrite(
         ds, plan.removed, added, operation, params, recorded, metadata, max_retries, check_added
     )
     return RewriteResult(state=state, plan=plan, committed=True)
-
-
-def _commit(
-    ds: Dataset,
-    removed: Sequence[str],
-    added: list[FileDescription],
-    operation: str,
-    params: Mapping[str, str],
-    recorded: Mapping[str, int],
-    metadata: Mapping[str, Any] | None,
-    max_retries: int | None,
-    check_added: CheckAdded | None = None,
-) -> LoadedState:
-    from parquetry.dataset.upsert_evolve import origin_of
-
-    # A handle evolved by merge_schema (upsert_evolve) commits on the version it stands
-    # for, so that the new version records the schema change (merged with a concurrent one).
-    schema = ds.schema
-    origin = origin_of(ds)
-    evolving = origin is not ds
-    store, doc = ds.store, origin.document
-    remove = frozenset(removed)
-    try:
-        described = [(f.key, f.size, f.intent) for f in added]
-        claim, work = claim_for_commit(store, doc.uuid, described, verify=False)
-    except BaseException:
-        abandon_files(store, doc.uuid, added)
-        raise
-
-    def make(base: DatasetDocument | None, number: int) -> DatasetDocument:
-        assert base is not None
-        if base is not doc:
-            gone = _gone(base, doc, removed)
-            if gone:
-                keys = [doc.partitions[lbl][doc.tables[0]] for lbl in gone[:3]]
-                raise CommitConflict(
-                    f"dataset {doc.uuid!r}: a concurrent commit removed {len(gone)} of the "
-                    f"files this {operation} rewrites or removes, e.g. {gone[:3]} "
-                    f"(files {keys}); nothing is committed",
-                    key=keys[0],
-                )
-            if check_added is not None:
-                new_labels = _added(base, doc)
-                if new_labels:
-                    check_added(base, new_labels)
-        new = apply_change(
-            work,
-            base,
-            number=number,
-            parent=number - 1,
-            committed_at=now_iso(),
-            operation=operation,
-            schema=_schema_after(base, schema, merge=evolving),
-            add=added,
-            remove=remove,
-            metadata=metadata,
-            parameters=params,
-        )
-        assert new.version is not None
-        return new.evolve(version=replace(new.version, extra=dict(recorded)))
-
-    fmt = ds._pointer_format or doc.metadata_format
-    stale = None
-    if ds._foreign:
-        stale = "msgpack.zstd" if ds._pointer_format == "json" else "json"
-    try:
-        committed = commit(
-            store,
-            doc.uuid,
-            doc,
-            origin._number,
-            make,
-            max_retries=max_retries,
-            pointer_format=fmt,
-            stale_format=stale,
-            claim=claim,
-        )
-    except CommitConflict:
-        # Known not committed: the files are nobody's.
-        abandon_files(store, doc.uuid, added)
-        raise
-    return LoadedState.committed(committed, fmt)

@@ -40,6 +40,7 @@ from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.predicates import DNF, eval_scalar, validate_predicates
 from parquetry.dataset.replace import describe_dnf, row_mask
 from parquetry.dataset.rewrite import (
+    CONCURRENCY,
     FileEdit,
     Progress,
     RewritePlan,
@@ -54,10 +55,6 @@ if TYPE_CHECKING:
     from parquetry.dataset.dataset import Dataset
 
 __all__ = ["CONCURRENCY", "delete_where", "plan_delete", "plan_update", "update_where"]
-
-#: Files read, edited and written at the same time by default: 1 keeps the memory bound
-#: of one file (see rewrite.py); more is faster on many small files, costing one bound each.
-CONCURRENCY = 1
 
 
 def _dnf(ds: Dataset, predicates: Any, what: str) -> DNF:

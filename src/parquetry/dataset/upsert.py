@@ -22,8 +22,9 @@ How it reads as little as it can:
    dataset's partitioning, so a row whose partition value changed moves), the rest copied.
    Data rows matching nothing are written as new files (``add=``) first; one commit.
 
-Memory: ``data`` is held in memory (with its keys), plus the engine's bound for one file
-(its table, the kept rows and the encoded output: about 3-4x the largest file rewritten),
+Memory: ``data`` is held in memory (with its keys), plus the engine's bound (its table,
+the kept rows and the encoded output: about 3-4x the largest file rewritten, or of the
+small files rewritten two at a time, see :mod:`parquetry.dataset.rewrite`),
 plus the key columns of one candidate file and the matches found so far (two integers per
 matched row).
 
@@ -60,7 +61,7 @@ import pyarrow as pa
 
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.metadata import DatasetDocument
-from parquetry.dataset.rewrite import FileEdit, Progress, rewrite_files
+from parquetry.dataset.rewrite import CONCURRENCY, FileEdit, Progress, rewrite_files
 from parquetry.dataset.staleread import BaseCollected, read_base_file
 from parquetry.dataset.upsert_evolve import evolved_for_write
 from parquetry.dataset.upsertkeys import (
@@ -202,6 +203,7 @@ def upsert(
     write_options: WriteOptions | None = None,
     max_retries: int | None = MAX_RETRIES,
     progress: Progress | None = None,
+    concurrency: int = CONCURRENCY,
 ) -> LoadedState:
     """The body of :meth:`Dataset.upsert` (see the module docstring).
 
@@ -224,6 +226,7 @@ def upsert(
                 write_options=write_options,
                 max_retries=max_retries,
                 progress=progress,
+                concurrency=concurrency,
             )
         except (_KeysAdded, BaseCollected):
             # Nothing committed and ``data`` is complete: the plan is made again.
@@ -244,6 +247,7 @@ def _upsert_once(
     write_options: WriteOptions | None,
     max_retries: int | None,
     progress: Progress | None,
+    concurrency: int,
 ) -> LoadedState:
     _check_modes(when_matched, when_not_matched)
     keys_on = check_on(ds, on)
@@ -283,4 +287,5 @@ def _upsert_once(
         max_retries=max_retries,
         progress=progress,
         check_added=_check_added(ds, keys, keys_on),
+        concurrency=concurrency,
     )
