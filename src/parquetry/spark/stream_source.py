@@ -148,7 +148,7 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def _base(self, version: int) -> tuple[int, dict[str, Any], pa.Schema | None, str]:
         """The walk's state at ``version`` (loaded again only when the walk is elsewhere)."""
-        from parquetry.dataset.changes import state_files
+        from parquetry.dataset.change_walk import state_files
 
         if self._state is None or self._state[0] != version:
             files, schema, table = state_files(self._store(), self._uuid(), version)
@@ -156,7 +156,7 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self._state
 
     def _snapshot(self, version: int) -> _Unit:
-        from parquetry.dataset.changes import typed_file
+        from parquetry.dataset.change_walk import typed_file
 
         key = (version, True)
         if key not in self._units:
@@ -179,7 +179,7 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         A commit that only adds files is read from its entry alone (one GET, no state: a
         stream that only sees appends never loads a whole state). Others need the state
         before them, which must still be retained (else VersionExpired names it)."""
-        from parquetry.dataset.changes import added_only, typed_file, walk_changes
+        from parquetry.dataset.change_walk import added_only, typed_file, walk_changes
         from parquetry.errors import VersionNotFound
 
         key = (version, False)
