@@ -54,10 +54,26 @@ from parquetry.parquet import WriteOptions
 if TYPE_CHECKING:
     from parquetry.dataset.dataset import Dataset
 
-__all__ = ["CONCURRENCY", "delete_where", "plan_delete", "plan_update", "update_where"]
+# The per-file decisions (required_dnf ... set_parameter) are shared with the Spark engine
+# (parquetry.spark.operations), so both engines give the same rows and parameters.
+__all__ = [
+    "CONCURRENCY",
+    "checked_set",
+    "delete_edit",
+    "delete_targets",
+    "delete_where",
+    "dnf_as_tuples",
+    "plan_delete",
+    "plan_update",
+    "required_dnf",
+    "set_parameter",
+    "update_edit",
+    "update_where",
+]
 
 
-def _dnf(ds: Dataset, predicates: Any, what: str) -> DNF:
+def required_dnf(ds: Dataset, predicates: Any, what: str) -> DNF:
+    """``predicates`` validated against the schema; None is refused (operation ``what``)."""
     if predicates is None:
         raise InvalidArgument(
             f"{what} on dataset {ds.uuid!r} needs a predicate (kartothek DNF); to remove "
@@ -68,21 +84,22 @@ def _dnf(ds: Dataset, predicates: Any, what: str) -> DNF:
     return dnf
 
 
-def _as_tuples(dnf: DNF) -> list[list[tuple[Any, ...]]]:
+def dnf_as_tuples(dnf: DNF) -> list[list[tuple[Any, ...]]]:
+    """``dnf`` in kartothek's tuple form (what ``Dataset.plan`` takes)."""
     return [[lit.as_tuple() for lit in conj] for conj in dnf]
 
 
 # --- delete ------------------------------------------------------------------------------
 
 
-def _delete_targets(ds: Dataset, dnf: DNF) -> tuple[list[str], list[str], int]:
+def delete_targets(ds: Dataset, dnf: DNF) -> tuple[list[str], list[str], int]:
     """(labels to read, labels to drop unread, rows of the dropped)."""
     keys = set(ds.partition_keys)
     whole = [conj for conj in dnf if all(lit.column in keys for lit in conj)]
     read: list[str] = []
     drop: list[str] = []
     dropped_rows = 0
-    for planned in ds.plan(_as_tuples(dnf)).files:
+    for planned in ds.plan(dnf_as_tuples(dnf)).files:
         values = dict(planned.partition)
         matches_all = any(all(eval_scalar(lit, values.get(lit.column)) for lit in c) for c in whole)
         if matches_all and planned.rows is not None:
@@ -93,7 +110,9 @@ def _delete_targets(ds: Dataset, dnf: DNF) -> tuple[list[str], list[str], int]:
     return read, drop, dropped_rows
 
 
-def _delete_edit(dnf: DNF) -> Any:
+def delete_edit(dnf: DNF) -> Any:
+    """The per-file edit of a delete: drop the rows matching ``dnf``."""
+
     def edit(label: str, table: pa.Table) -> FileEdit | None:
         mask = row_mask(table, dnf)
         hits = mask.true_count
@@ -113,12 +132,12 @@ def plan_delete(
     concurrency: int = CONCURRENCY,
 ) -> RewritePlan:
     """What :func:`delete_where` would do (reads the partly matching files, writes nothing)."""
-    dnf = _dnf(ds, predicates, "delete_where")
-    read, drop, dropped_rows = _delete_targets(ds, dnf)
+    dnf = required_dnf(ds, predicates, "delete_where")
+    read, drop, dropped_rows = delete_targets(ds, dnf)
     return plan_rewrite(
         ds,
         read,
-        _delete_edit(dnf),
+        delete_edit(dnf),
         drop=drop,
         metrics=_delete_metrics(dropped_rows),
         progress=progress,
@@ -141,12 +160,12 @@ def delete_where(
     concurrency: int = CONCURRENCY,
 ) -> RewriteResult:
     """The body of :meth:`Dataset.delete_where` (see the module docstring)."""
-    dnf = _dnf(ds, predicates, "delete_where")
-    read, drop, dropped_rows = _delete_targets(ds, dnf)
+    dnf = required_dnf(ds, predicates, "delete_where")
+    read, drop, dropped_rows = delete_targets(ds, dnf)
     return rewrite(
         ds,
         read,
-        _delete_edit(dnf),
+        delete_edit(dnf),
         drop=drop,
         operation="delete",
         parameters={"predicate": describe_dnf(dnf), **(parameters or {})},
@@ -251,7 +270,7 @@ def _check_expression(ds: Dataset, column: str, expr: pc.Expression, empty: pa.T
         )
 
 
-def _checked_set(ds: Dataset, assignments: Mapping[str, Any]) -> dict[str, Any]:
+def checked_set(ds: Dataset, assignments: Mapping[str, Any]) -> dict[str, Any]:
     """The ``set`` mapping validated against the schema (raises before any write)."""
     if not isinstance(assignments, Mapping) or not assignments:
         raise InvalidArgument(
@@ -274,7 +293,9 @@ def _checked_set(ds: Dataset, assignments: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _update_edit(ds: Dataset, dnf: DNF, assignments: Mapping[str, Any]) -> Any:
+def update_edit(ds: Dataset, dnf: DNF, assignments: Mapping[str, Any]) -> Any:
+    """The per-file edit of an update: ``assignments`` (:func:`checked_set`) on matches."""
+
     def edit(label: str, table: pa.Table) -> FileEdit | None:
         mask = row_mask(table, dnf)
         hits = mask.true_count
@@ -297,7 +318,8 @@ def _update_edit(ds: Dataset, dnf: DNF, assignments: Mapping[str, Any]) -> Any:
     return edit
 
 
-def _set_parameter(assignments: Mapping[str, Any]) -> str:
+def set_parameter(assignments: Mapping[str, Any]) -> str:
+    """The ``set`` operation parameter recorded in the history (JSON, sorted)."""
     shown = {
         c: str(v) if isinstance(v, pc.Expression) else repr(v.as_py())
         for c, v in assignments.items()
@@ -314,10 +336,10 @@ def plan_update(
     concurrency: int = CONCURRENCY,
 ) -> RewritePlan:
     """What :func:`update_where` would do (reads the candidate files, writes nothing)."""
-    dnf = _dnf(ds, predicates, "update_where")
-    assignments = _checked_set(ds, set)
-    labels = [f.label for f in ds.plan(_as_tuples(dnf)).files]
-    edit = _update_edit(ds, dnf, assignments)
+    dnf = required_dnf(ds, predicates, "update_where")
+    assignments = checked_set(ds, set)
+    labels = [f.label for f in ds.plan(dnf_as_tuples(dnf)).files]
+    edit = update_edit(ds, dnf, assignments)
     return plan_rewrite(ds, labels, edit, progress=progress, concurrency=concurrency)
 
 
@@ -333,17 +355,17 @@ def update_where(
     concurrency: int = CONCURRENCY,
 ) -> RewriteResult:
     """The body of :meth:`Dataset.update_where` (see the module docstring)."""
-    dnf = _dnf(ds, predicates, "update_where")
-    assignments = _checked_set(ds, set)
-    labels = [f.label for f in ds.plan(_as_tuples(dnf)).files]
+    dnf = required_dnf(ds, predicates, "update_where")
+    assignments = checked_set(ds, set)
+    labels = [f.label for f in ds.plan(dnf_as_tuples(dnf)).files]
     return rewrite(
         ds,
         labels,
-        _update_edit(ds, dnf, assignments),
+        update_edit(ds, dnf, assignments),
         operation="update_where",
         parameters={
             "predicate": describe_dnf(dnf),
-            "set": _set_parameter(assignments),
+            "set": set_parameter(assignments),
             **(parameters or {}),
         },
         metrics={"rows_updated": 0, "rows_copied": 0, "files_rewritten": 0},

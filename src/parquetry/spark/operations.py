@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from parquetry.dataset.rowops import (
-    _as_tuples,
-    _checked_set,
-    _delete_edit,
-    _delete_targets,
-    _dnf,
-    _set_parameter,
-    _update_edit,
+    checked_set,
+    delete_edit,
+    delete_targets,
+    dnf_as_tuples,
+    required_dnf,
+    set_parameter,
+    update_edit,
 )
 from parquetry.dataset.upsertkeys import planned_file
 from parquetry.dataset.write import FileDescription
@@ -79,12 +79,12 @@ def _edit_file(ds: Dataset, label: str, edit: Any, env: TaskEnv) -> TaskResult:
 
 def _delete_task(ds: Dataset, item: Any, env: TaskEnv) -> TaskResult:
     label, predicates = item
-    return _edit_file(ds, label, _delete_edit(_dnf(ds, predicates, "delete_where")), env)
+    return _edit_file(ds, label, delete_edit(required_dnf(ds, predicates, "delete_where")), env)
 
 
 def _update_task(ds: Dataset, item: Any, env: TaskEnv) -> TaskResult:
     label, predicates, assignments = item
-    edit = _update_edit(ds, _dnf(ds, predicates, "update_where"), assignments)
+    edit = update_edit(ds, required_dnf(ds, predicates, "update_where"), assignments)
     return _edit_file(ds, label, edit, env)
 
 
@@ -105,9 +105,9 @@ def delete_where(
     """Delete the rows matching ``condition`` (Spark SQL string or DNF); see the module."""
     from parquetry.dataset.replace import describe_dnf
 
-    dnf = _dnf(ds, dnf_of(ds, condition, "delete_where"), "delete_where")
-    read, drop, dropped_rows = _delete_targets(ds, dnf)
-    predicates = _as_tuples(dnf)
+    dnf = required_dnf(ds, dnf_of(ds, condition, "delete_where"), "delete_where")
+    read, drop, dropped_rows = delete_targets(ds, dnf)
+    predicates = dnf_as_tuples(dnf)
     env = _env(ds, options, compression)
     results = run_tasks(spark, env, [(label, predicates) for label in read], _delete_task)
     given = {"rows_deleted": dropped_rows, "rows_copied": 0, "files_rewritten": 0}
@@ -135,9 +135,9 @@ def update_where(
     """Set columns of the rows matching ``condition``; ``set`` values checked first."""
     from parquetry.dataset.replace import describe_dnf
 
-    dnf = _dnf(ds, dnf_of(ds, condition, "update_where"), "update_where")
-    checked = _checked_set(ds, set_values(ds, assignments))
-    predicates = _as_tuples(dnf)
+    dnf = required_dnf(ds, dnf_of(ds, condition, "update_where"), "update_where")
+    checked = checked_set(ds, set_values(ds, assignments))
+    predicates = dnf_as_tuples(dnf)
     labels = [f.label for f in ds.plan(predicates).files]
     env = _env(ds, options, compression)
     items = [(label, predicates, checked) for label in labels]
@@ -149,7 +149,7 @@ def update_where(
         operation="update_where",
         parameters={
             "predicate": describe_dnf(dnf),
-            "set": _set_parameter(checked),
+            "set": set_parameter(checked),
             **parameters,
         },
         metrics=metrics,

@@ -1,12 +1,9 @@
 """The streaming source of the ``parquetry`` format: ``spark.readStream.format("parquetry")``.
 
-Offsets are dataset versions. ``{"version": n}`` means every commit up to ``n`` was read;
-``{"version": n, "files": k}`` means the commits before ``n`` and the first ``k`` files
-version ``n`` added (a big commit split over micro-batches by admission control);
-``"snapshot": true`` marks the files of the *state* of version ``n`` (the first batch of a
-stream without a starting version reads the whole current version, as Delta does). Each
-micro-batch emits the rows of the files added in ``(start, end]``, in commit order, each
-commit's files in the order its entry lists them (so a restart from the checkpoint replans
+Offsets are dataset versions (``{"version": n, "files": k, "snapshot": true}``, see
+:mod:`parquetry.spark.stream_offsets`, which also holds admission control). Each micro-batch
+emits the rows of the files added in ``(start, end]``, in commit order, each commit's files
+in the order its entry lists them (so a restart from the checkpoint replans
 exactly the same files). The first batch's end offset also records where the stream started
 (``"from"``): Spark asks the source for its initial offset again when it replays a first
 batch after a crash, and that offset (the newest version, for the default start or
@@ -34,16 +31,15 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
     ReadLimit,
     ReadMaxBytes,
     ReadMaxFiles,
-    ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
 
 from parquetry.spark.options import SourceOptions
+from parquetry.spark.stream_offsets import limits_of, make_offset, parse_offset
 from parquetry.spark.stream_options import StreamOptions
 from parquetry.spark.surface import message_first
 from parquetry.spark.types import cast_to_spark, spark_to_arrow_schema
@@ -67,51 +63,6 @@ class _Unit:
     snapshot: bool
     files: tuple[Any, ...]  # FileChange, typed partitions
     schema: pa.Schema | None
-
-
-class _Limits:
-    def __init__(self, files: int | None, size: int | None, rows: int | None):
-        self.files, self.size, self.rows = files, size, rows
-        self.taken_files = self.taken_bytes = self.taken_rows = 0
-
-    def admits(self, f: Any) -> bool:
-        """Whether ``f`` still fits; the first file of a batch always does (progress)."""
-        if self.taken_files == 0:
-            return True
-        return not (
-            (self.files is not None and self.taken_files + 1 > self.files)
-            or (self.size is not None and self.taken_bytes + (f.size or 0) > self.size)
-            or (self.rows is not None and self.taken_rows + (f.rows or 0) > self.rows)
-        )
-
-    def take(self, f: Any) -> None:
-        self.taken_files += 1
-        self.taken_bytes += f.size or 0
-        self.taken_rows += f.rows or 0
-
-
-def _position(offset: dict[str, Any]) -> tuple[int, bool, int | None]:
-    """(version, snapshot, files read of it; None = the whole version read)."""
-    from parquetry.errors import InvalidArgument
-
-    try:
-        version = int(offset["version"])
-        files = offset.get("files")
-        return version, bool(offset.get("snapshot", False)), None if files is None else int(files)
-    except (KeyError, TypeError, ValueError):
-        raise InvalidArgument(
-            f"stream offset {offset!r} is not a parquetry offset ({{'version': n}}): the "
-            "checkpoint belongs to another source"
-        ) from None
-
-
-def _offset(version: int, snapshot: bool, files: int | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"version": version}
-    if files is not None:
-        out["files"] = files
-    if snapshot:
-        out["snapshot"] = True
-    return out
 
 
 class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -148,7 +99,7 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def _base(self, version: int) -> tuple[int, dict[str, Any], pa.Schema | None, str]:
         """The walk's state at ``version`` (loaded again only when the walk is elsewhere)."""
-        from parquetry.dataset.changes import state_files
+        from parquetry.dataset.change_walk import state_files
 
         if self._state is None or self._state[0] != version:
             files, schema, table = state_files(self._store(), self._uuid(), version)
@@ -156,7 +107,7 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self._state
 
     def _snapshot(self, version: int) -> _Unit:
-        from parquetry.dataset.changes import typed_file
+        from parquetry.dataset.change_walk import typed_file
 
         key = (version, True)
         if key not in self._units:
@@ -179,7 +130,7 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         A commit that only adds files is read from its entry alone (one GET, no state: a
         stream that only sees appends never loads a whole state). Others need the state
         before them, which must still be retained (else VersionExpired names it)."""
-        from parquetry.dataset.changes import added_only, typed_file, walk_changes
+        from parquetry.dataset.change_walk import added_only, typed_file, walk_changes
         from parquetry.errors import VersionNotFound
 
         key = (version, False)
@@ -246,15 +197,15 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _initial_offset(self) -> dict[str, Any]:
         s = self.stream
         if s.starting_version is not None:
-            return _offset(s.starting_version - 1, False, None)
+            return make_offset(s.starting_version - 1, False, None)
         newest = self._newest()
         if s.starting_latest:
-            return _offset(newest, False, None)
+            return make_offset(newest, False, None)
         if s.starting_timestamp is not None:
-            return _offset(self._first_at(s.starting_timestamp, newest) - 1, False, None)
+            return make_offset(self._first_at(s.starting_timestamp, newest) - 1, False, None)
         if not self._snapshot(newest).files:
-            return _offset(newest, False, None)
-        return _offset(newest, True, 0)
+            return make_offset(newest, False, None)
+        return make_offset(newest, True, 0)
 
     def _first_at(self, instant: datetime.datetime, newest: int) -> int:
         """The first retained version committed at or after ``instant`` (newest + 1: none)."""
@@ -283,8 +234,8 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return end
 
     def _latest(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        version, snapshot, done = _position(start)
-        limits = self._limits(limit)
+        version, snapshot, done = parse_offset(start)
+        limits = limits_of(limit, self.stream)
         if done is None:  # the whole of `version` read: the next commit is next
             version, snapshot, done = version + 1, False, 0
         end = start
@@ -298,22 +249,9 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 i += 1
             if i < len(unit.files):
                 # Nothing of this unit fits any more: the batch ends where the last one did.
-                return _offset(version, snapshot, i) if i > 0 else end
-            end = _offset(version, False, None)
+                return make_offset(version, snapshot, i) if i > 0 else end
+            end = make_offset(version, False, None)
             version, snapshot, done = version + 1, False, 0
-
-    def _limits(self, limit: ReadLimit) -> _Limits:
-        if isinstance(limit, ReadAllAvailable):
-            return _Limits(None, None, None)
-        s = self.stream
-        files, size, rows = s.max_files, s.max_bytes, None
-        if isinstance(limit, ReadMaxFiles):
-            files = min(limit.max_files, files) if files else limit.max_files
-        elif isinstance(limit, ReadMaxBytes):
-            size = min(limit.max_bytes, size) if size else limit.max_bytes
-        elif isinstance(limit, ReadMaxRows):
-            rows = limit.max_rows
-        return _Limits(files, size, rows)
 
     @message_first
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
@@ -338,8 +276,8 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         # A replayed first batch gets a fresh initial offset as its start: the one the
         # batch was planned from is in its end.
         origin = end.get("from")
-        version, snapshot, done = _position(origin if isinstance(origin, dict) else start)
-        last, last_snapshot, last_files = _position(end)
+        version, snapshot, done = parse_offset(origin if isinstance(origin, dict) else start)
+        last, last_snapshot, last_files = parse_offset(end)
         if done is None:
             version, snapshot, done = version + 1, False, 0
         out: list[Any] = []
@@ -362,7 +300,7 @@ class ParquetryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     @message_first
     def commit(self, end: dict[str, Any]) -> None:
-        version, _, done = _position(end)
+        version, _, done = parse_offset(end)
         finished = version if done is None else version - 1
         for key in [k for k in self._units if k[0] <= finished]:
             del self._units[key]
