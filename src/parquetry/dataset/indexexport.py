@@ -39,7 +39,7 @@ from parquetry.dataset.indexpieces import (
     iter_piece_tables,
     normalise_pairs,
 )
-from parquetry.dataset.indexspill import RUN_PAIRS, PairSink, _merge, _read_run, _sorted
+from parquetry.dataset.indexspill import RUN_PAIRS, PairSink, _by_value, _merge, _read_run
 from parquetry.dataset.indexstate import IndexState
 from parquetry.dataset.indices import _from_table
 from parquetry.dataset.naming import index_key, is_index_piece_key
@@ -175,9 +175,9 @@ def _piece_pairs(
 
 
 def _sink_chunks(sink: PairSink) -> Iterator[pa.Table]:
-    """The sink's pairs in ascending (value, label) order (spilled runs merged)."""
+    """The sink's pairs in ascending value order (spilled runs merged)."""
     if not sink.runs:
-        yield _sorted(sink.table())
+        yield _by_value(sink.table())
         return
     if sink.buffered:
         sink._spill()
