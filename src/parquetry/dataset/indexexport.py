@@ -111,8 +111,9 @@ class _Stream:
 def live_chunks(
     store: Store, uuid: str, state: IndexState, *, run_pairs: int = RUN_PAIRS
 ) -> Iterator[pa.Table]:
-    """Every live ``(value, label)`` pair of ``state`` in ascending value order, in
-    chunks that never split one value's pairs (a pair may repeat: callers deduplicate)."""
+    """Every live ``(value, label)`` pair of ``state`` in chunks of ascending, disjoint
+    value ranges (unsorted within) that never split one value's pairs (a pair may repeat:
+    callers sort and deduplicate each chunk)."""
     sources = [(f, state.dead) for f in state.pieces]
     sources += [(tp.footer, tp.dead) for tp in state.tail_pieces]
     ranged = _ranged_type(state.type)
@@ -181,7 +182,9 @@ def _sink_chunks(sink: PairSink) -> Iterator[pa.Table]:
         return
     if sink.buffered:
         sink._spill()
-    yield from _merge([_read_run(p) for p in sink.runs])
+    # _merge's chunks are unsorted within, and a stream must be sorted for an outer merge.
+    for chunk in _merge([_read_run(p) for p in sink.runs]):
+        yield _by_value(chunk)
 
 
 def _widen(low: Any, high: Any, pairs: pa.Table) -> tuple[Any, Any]:
