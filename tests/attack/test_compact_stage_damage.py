@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from parquetry.dataset import Dataset, compact_stage
@@ -92,6 +92,9 @@ def test_a_damaged_staged_file_is_named_not_the_staging_file(crc: bool) -> None:
     where=st.floats(0.0, 0.999),
     bit=st.integers(0, 7),
 )
+# Found in the merge of the last session's branches: the flip drops a column chunk's
+# required file_offset; pyarrow refused the file, compaction copied it (footer_check).
+@example(compression="none", crc=False, victim=0, where=0.845498983862812, bit=1)
 def test_one_flipped_bit_in_a_staged_file_is_refused_or_changes_nothing(
     compression: str, crc: bool, victim: int, where: float, bit: int
 ) -> None:

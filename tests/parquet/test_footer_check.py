@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet
 import pytest
 
 from parquetry.errors import EncryptionError, InvalidFormat
@@ -72,6 +73,29 @@ HAZARDS: dict[str, Callable[[dict[int, Any]], None]] = {
 def test_footers_pyarrow_would_abort_on_are_invalid_format(hazard: str) -> None:
     with pytest.raises(InvalidFormat, match=r"f\.parquet: corrupted Parquet footer"):
         safe_metadata(_store(_patched(HAZARDS[hazard])), "f.parquet")
+
+
+REQUIRED: dict[str, Callable[[dict[int, Any]], None]] = {
+    "file version": lambda meta: meta.pop(1),
+    "file num_rows": lambda meta: meta.pop(3),
+    "schema name": lambda meta: meta[2][1].pop(4),
+    "row group num_rows": lambda meta: meta[4][0].pop(3),
+    "chunk file_offset": lambda meta: meta[4][0][1][0].pop(2),
+    "column codec": lambda meta: _column(meta).pop(4),
+    "column data_page_offset": lambda meta: _column(meta, 1).pop(9),
+}
+
+
+@pytest.mark.parametrize("field", sorted(REQUIRED))
+def test_footers_missing_a_required_field_are_refused_like_pyarrow_does(field: str) -> None:
+    """parquetry's Thrift reader takes a footer lacking a field parquet.thrift requires;
+    pyarrow refuses it. Compaction's binary copy and staging trusted the former and so
+    compacted a file no reader could open (found by test_compact_stage_damage)."""
+    data = _patched(REQUIRED[field])
+    with pytest.raises(OSError, match="thrift"):
+        pa.parquet.read_metadata(pa.BufferReader(data))
+    with pytest.raises(InvalidFormat, match=r"required field|has no name|fields missing"):
+        safe_metadata(_store(data), "f.parquet")
 
 
 def _reencoded(spec: dict[int, Any], patch: Callable[[dict[int, Any]], None]) -> bytes:

@@ -61,11 +61,40 @@ def _utf8(names: Iterable[bytes]) -> bool:
     return True
 
 
+# Thrift ids of the fields parquet.thrift marks required. pyarrow's generated reader refuses
+# a footer missing one; parquetry's own reader does not, so a path that trusts it (the binary
+# copy, the staging decode) would accept a footer every other reader refuses.
+_REQUIRED_FILE = (1, 2, 3, 4)  # version, schema, num_rows, row_groups
+_REQUIRED_GROUP = (1, 2, 3)  # columns, total_byte_size, num_rows
+_REQUIRED_CHUNK = (2,)  # file_offset
+_REQUIRED_COLUMN = (1, 2, 3, 4, 5, 6, 7, 9)  # type ... total_compressed_size, data_page_offset
+
+
+def _missing_required(meta: dict[int, Any]) -> str | None:
+    if any(f not in meta for f in _REQUIRED_FILE):
+        return "the file metadata lacks a required field"
+    if any(4 not in e for e in meta.get(2, [])):
+        return "a schema element has no name"
+    for rg_index, group in enumerate(meta.get(4, [])):
+        if any(f not in group for f in _REQUIRED_GROUP):
+            return f"row group {rg_index} lacks a required field"
+        for c_index, chunk in enumerate(group.get(1, [])):
+            column = chunk.get(3)
+            if any(f not in chunk for f in _REQUIRED_CHUNK) or (
+                column is not None and any(f not in column for f in _REQUIRED_COLUMN)
+            ):
+                return f"column chunk {c_index} of row group {rg_index} lacks a required field"
+    return None
+
+
 def pyarrow_hazard(raw: RawFooter) -> str | None:
-    """Why pyarrow could abort on this (plaintext, unencrypted) footer, or None."""
+    """Why pyarrow could abort on, or refuse, this (plaintext, unencrypted) footer, or None."""
     if raw.dropped_fields:
         return f"{raw.dropped_fields} list(s) or integer(s) of the wrong type or range"
     meta = raw.metadata or {}
+    missing = _missing_required(meta)
+    if missing is not None:
+        return missing
     if not _utf8(e.get(4, b"") for e in meta.get(2, [])):
         return "column names that are not UTF-8"
     try:
