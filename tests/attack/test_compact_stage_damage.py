@@ -95,6 +95,7 @@ def test_a_damaged_staged_file_is_named_not_the_staging_file(crc: bool) -> None:
 # Found in the merge of the last session's branches: the flip drops a column chunk's
 # required file_offset; pyarrow refused the file, compaction copied it (footer_check).
 @example(compression="none", crc=False, victim=0, where=0.845498983862812, bit=1)
+@example(compression="none", crc=False, victim=0, where=0.90234375, bit=0)
 def test_one_flipped_bit_in_a_staged_file_is_refused_or_changes_nothing(
     compression: str, crc: bool, victim: int, where: float, bit: int
 ) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from parquetry.errors import EncryptionError, InvalidFormat
 from parquetry.parquet.footer import RawFooter, footer_from_store
+from parquetry.parquet.thrift_schema import FILE_META_DATA, REQUIRED
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -61,29 +62,30 @@ def _utf8(names: Iterable[bytes]) -> bool:
     return True
 
 
-# Thrift ids of the fields parquet.thrift marks required. pyarrow's generated reader refuses
-# a footer missing one; parquetry's own reader does not, so a path that trusts it (the binary
-# copy, the staging decode) would accept a footer every other reader refuses.
-_REQUIRED_FILE = (1, 2, 3, 4)  # version, schema, num_rows, row_groups
-_REQUIRED_GROUP = (1, 2, 3)  # columns, total_byte_size, num_rows
-_REQUIRED_CHUNK = (2,)  # file_offset
-_REQUIRED_COLUMN = (1, 2, 3, 4, 5, 6, 7, 9)  # type ... total_compressed_size, data_page_offset
+def _missing_required(value: Any, spec: Any, where: str) -> str | None:
+    """Where a struct of ``value`` lacks a field parquet.thrift requires, or None.
 
-
-def _missing_required(meta: dict[int, Any]) -> str | None:
-    if any(f not in meta for f in _REQUIRED_FILE):
-        return "the file metadata lacks a required field"
-    if any(4 not in e for e in meta.get(2, [])):
-        return "a schema element has no name"
-    for rg_index, group in enumerate(meta.get(4, [])):
-        if any(f not in group for f in _REQUIRED_GROUP):
-            return f"row group {rg_index} lacks a required field"
-        for c_index, chunk in enumerate(group.get(1, [])):
-            column = chunk.get(3)
-            if any(f not in chunk for f in _REQUIRED_CHUNK) or (
-                column is not None and any(f not in column for f in _REQUIRED_COLUMN)
-            ):
-                return f"column chunk {c_index} of row group {rg_index} lacks a required field"
+    pyarrow's generated reader refuses such a footer; parquetry's reader keeps whatever is
+    there, so the paths that trust it (the binary copy, the staging decode) would accept a
+    file every other reader refuses."""
+    if isinstance(spec, tuple):
+        for i, element in enumerate(value if isinstance(value, list) else []):
+            found = _missing_required(element, spec[1], f"{where}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if not isinstance(spec, dict) or not isinstance(value, dict):
+        return None
+    for field in REQUIRED.get(id(spec), ()):
+        if field not in value:
+            return f"{where or 'the file metadata'} lacks required field {field}"
+    for field, sub in spec.items():
+        if field in value and not isinstance(sub, str):
+            found = _missing_required(
+                value[field], sub, f"{where}.{field}" if where else str(field)
+            )
+            if found is not None:
+                return found
     return None
 
 
@@ -92,7 +94,7 @@ def pyarrow_hazard(raw: RawFooter) -> str | None:
     if raw.dropped_fields:
         return f"{raw.dropped_fields} list(s) or integer(s) of the wrong type or range"
     meta = raw.metadata or {}
-    missing = _missing_required(meta)
+    missing = _missing_required(meta, FILE_META_DATA, "")
     if missing is not None:
         return missing
     if not _utf8(e.get(4, b"") for e in meta.get(2, [])):

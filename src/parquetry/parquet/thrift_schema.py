@@ -16,6 +16,7 @@ __all__ = [
     "FILE_CRYPTO_META_DATA",
     "FILE_META_DATA",
     "PAGE_HEADER",
+    "REQUIRED",
     "Spec",
 ]
 
@@ -143,4 +144,27 @@ PAGE_HEADER = {
     6: _EMPTY,  # index_page_header
     7: {1: "i32", 2: "i32", 3: "bool"},  # dictionary_page_header
     8: _DATA_PAGE_HEADER_V2,
+}
+
+#: The fields ``parquet.thrift`` marks ``required``, by struct spec (keyed by ``id``: the
+#: specs are module-level singletons). Thrift-generated readers (pyarrow's) refuse a struct
+#: missing one; parquetry's reader keeps whatever is there, so callers that trust it check.
+REQUIRED: dict[int, tuple[int, ...]] = {
+    id(FILE_META_DATA): (1, 2, 3, 4),  # version, schema, num_rows, row_groups
+    id(_SCHEMA_ELEMENT): (4,),  # name
+    id(_KEY_VALUE): (1,),  # key
+    id(_TIME): (1, 2),  # isAdjustedToUTC, unit (TIME and TIMESTAMP)
+    id(_LOGICAL_TYPE[5]): (1, 2),  # DECIMAL scale, precision
+    id(_LOGICAL_TYPE[10]): (1, 2),  # INTEGER bitWidth, isSigned
+    id(_ROW_GROUP): (1, 2, 3),  # columns, total_byte_size, num_rows
+    id(_SORTING_COLUMN): (1, 2, 3),
+    id(_COLUMN_CHUNK): (2,),  # file_offset
+    id(_COLUMN_CRYPTO[2]): (1,),  # path_in_schema
+    # type, encodings, path_in_schema, codec, num_values, sizes, data_page_offset
+    id(COLUMN_META_DATA): (1, 2, 3, 4, 5, 6, 7, 9),
+    id(_PAGE_ENCODING_STATS): (1, 2, 3),  # page_type, encoding, count
+    id(PAGE_HEADER): (1, 2, 3),
+    id(_DATA_PAGE_HEADER): (1, 2, 3, 4),
+    id(_DATA_PAGE_HEADER_V2): (1, 2, 3, 4, 5, 6),
+    id(PAGE_HEADER[7]): (1, 2),  # dictionary page: num_values, encoding
 }
