@@ -60,12 +60,11 @@ def test_stats_of_any_bytes_are_exact_or_a_clear_error(values: list[bytes | None
             decoded.append(v.decode("utf-8"))
         except UnicodeDecodeError:
             ok = False
-    try:
-        got = compute_stats(table)
-    except InvalidArgument as e:
-        assert not ok
-        assert "column 's'" in str(e)
+    if not ok and any(v is not None and not _decodes(v) for v in _bounds(values)):
+        with pytest.raises(InvalidArgument, match="column 's'"):
+            compute_stats(table)
         return
+    got = compute_stats(table)
     nulls = sum(v is None for v in values)
     if ok:
         lo = min(decoded, key=lambda x: x.encode()) if decoded else None
@@ -75,6 +74,12 @@ def test_stats_of_any_bytes_are_exact_or_a_clear_error(values: list[bytes | None
         good = [v for v in values if v is not None and _decodes(v)]
         assert got["s"][2] == nulls
         assert got["s"][0] in (None, *[g.decode() for g in good])
+
+
+def _bounds(values: list[bytes | None]) -> list[bytes]:
+    """The byte-wise minimum and maximum (what Arrow's min_max returns for strings)."""
+    present = [v for v in values if v is not None]
+    return [min(present), max(present)] if present else []
 
 
 def _decodes(b: bytes) -> bool:
