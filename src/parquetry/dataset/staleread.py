@@ -23,7 +23,7 @@ from parquetry.errors import CommitConflict, MetadataCorrupted, VersionExpired
 if TYPE_CHECKING:
     from parquetry.dataset.reading import VersionReader as Dataset
 
-__all__ = ["BaseCollected", "read_base_file", "version_collected"]
+__all__ = ["BaseCollected", "read_base_file", "version_collected", "version_expired"]
 
 
 class BaseCollected(CommitConflict):
@@ -53,7 +53,7 @@ def read_base_file(
     """``ds.read_file(planned, columns)``; a missing file the newest version no longer
     references raises :class:`BaseCollected` naming it (see the module docstring)."""
     try:
-        return ds.read_file(planned, columns=columns)
+        return ds._read_planned(planned, columns)
     except MetadataCorrupted as exc:
         if exc.key != planned.key:
             raise
@@ -87,5 +87,24 @@ def version_collected(ds: Dataset, exc: MetadataCorrupted) -> VersionExpired | N
         f"(its {what} {key} is gone; the newest version is {number}): open the dataset "
         "again to read the newest version",
         key=key,
+        store=ds.store.url,
+    )
+
+
+def version_expired(ds: Dataset) -> VersionExpired | None:
+    """VersionExpired when ``ds``'s version is a tombstone (one GET): garbage collection
+    turns an expired version into one before it deletes the files only it referenced."""
+    from parquetry.dataset.format2 import read_version
+    from parquetry.dataset.naming import version_key
+
+    if ds._foreign:
+        return None  # a kartothek pointer has no version file of its own
+    v = read_version(ds.store, ds.uuid, ds.version)
+    if v is None or v[0] != "tombstone":
+        return None
+    return VersionExpired(
+        f"dataset {ds.uuid!r}: version {ds.version} was garbage collected (its files may be "
+        "gone): open the dataset again to read the newest version",
+        key=version_key(ds.uuid, ds.version),
         store=ds.store.url,
     )
