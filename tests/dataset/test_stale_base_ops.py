@@ -75,3 +75,17 @@ def test_upsert_on_a_collected_base_runs_on_the_newest_version() -> None:
     want = sorted((r["p"], r["k"], r["id"]) for rs in expected.values() for r in rs)
     got = sorted((r["p"], r["k"], r["id"]) for r in after.to_pylist())
     assert got == want
+
+
+def test_replace_where_on_a_collected_base_is_a_conflict() -> None:
+    store = MemoryStore()
+    old = Dataset.create(store, "ds", pa.table({"p": [1, 2], "a": [1, 2]}), partition_on=["p"])
+    Dataset.open(store, "ds").update(pa.table({"p": [1], "a": [5]}), delete_scope=[{"p": 1}])
+    Dataset.open(store, "ds").garbage_collect(retention=0)
+    newest = Dataset.open(store, "ds").version
+    # Before: read_file of the collected file claimed corruption (MetadataCorrupted).
+    with pytest.raises(BaseCollected, match=r"data file .* of version 0, which this replace"):
+        old.replace_where([[("a", "<", 3)]], pa.table({"p": [2], "a": [0]}))
+    again = Dataset.open(store, "ds")
+    assert again.version == newest
+    assert sorted(again.read().column("a").to_pylist()) == [2, 5]
