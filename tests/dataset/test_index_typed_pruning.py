@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
+import sys
 from typing import Any
 from unittest import mock
 
@@ -53,7 +55,10 @@ TYPES: list[pa.DataType] = [
     pa.decimal128(18, 0),
     pa.decimal128(38, 10),
     pa.bool_(),
+    pa.float64(),  # unchanged path, here for -0.0, infinities and NaN next to the others
 ]
+
+_FLOAT_EDGES = [-0.0, 0.0, math.inf, -math.inf, math.nan, sys.float_info.max, -sys.float_info.max]
 
 
 def _stored(t: pa.DataType) -> st.SearchStrategy[Any]:
@@ -67,6 +72,8 @@ def _stored(t: pa.DataType) -> st.SearchStrategy[Any]:
         most = 10**t.precision - 1  # unscaled: every value of decimal(precision, scale)
         unscaled = st.one_of(st.integers(-most, most), st.sampled_from([most, -most, 0, 1, -1]))
         return unscaled.map(lambda n: decimal.Decimal(f"{n}E-{t.scale}"))  # exact
+    if pa.types.is_floating(t):
+        return st.one_of(st.floats(), st.sampled_from(_FLOAT_EDGES))
     return st.booleans()
 
 
@@ -103,6 +110,8 @@ def _literal_value(t: pa.DataType, stored: list[Any], data: st.DataObject) -> An
                 places=data.draw(st.integers(0, t.scale + 3)),
             )
         )
+    if pa.types.is_floating(t):
+        return data.draw(st.one_of(st.floats(), st.sampled_from(_FLOAT_EDGES)))
     return data.draw(st.booleans())
 
 
