@@ -521,3 +521,77 @@ def test_cli_extreme_values_have_sql_meaning(typed_lake: str, text: str) -> None
 @given(st.one_of(garbage, extreme_expressions.map(format_expr)))
 def test_cli_scan_never_exits_70(typed_lake: str, text: str) -> None:
     _assert_user_error_or_success(_scan(typed_lake, text), text)
+
+
+# --- digits of other scripts -----------------------------------------------------------------
+
+#: Characters int()/float()/Decimal() read as digits although they are not ASCII 0-9.
+_FOREIGN_DIGITS = st.characters(categories=["Nd"]).filter(lambda c: c not in "0123456789")
+
+
+@pytest.mark.parametrize(
+    ("text", "bad", "column"),
+    [
+        ("i = \u0663", "\u0663", 5),  # Arabic-Indic three: int() reads 3
+        ("i = \uff13", "\uff13", 5),  # fullwidth three
+        ("i = 1\u0663", "\u0663", 6),  # was read as 13
+        ("f in (\u0663.\u0665)", "\u0663", 7),  # was read as 3.5
+        ("f = 1e\u0663", "\u0663", 7),
+        ("i = -\u0967", "\u0967", 6),  # Devanagari one after a sign
+    ],
+)
+def test_digits_of_other_scripts_are_refused(text: str, bad: str, column: int) -> None:
+    with pytest.raises(WhereSyntaxError) as info:
+        parse_where(text)
+    assert f"{bad!r}" in str(info.value)
+    assert str(info.value).endswith(f"at column {column}")
+
+
+@pytest.mark.parametrize("kind", ["decimal", "date", "timestamp"])
+def test_typed_literals_with_other_digits_are_refused(kind: str) -> None:
+    text = {"decimal": "\u0663", "date": "\u0662\u0660\u0662\u0660-01-01"}.get(
+        kind, "2020-01-0\u0661"
+    )
+    with pytest.raises(WhereSyntaxError, match=f"invalid {kind} '{text}'"):
+        parse_where(f"x = {kind} '{text}'")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    digits=st.lists(st.one_of(_FOREIGN_DIGITS, st.sampled_from("0123456789")), min_size=1),
+    sign=st.sampled_from(["", "-", "+"]),
+    dot=st.booleans(),
+)
+def test_a_number_with_any_foreign_digit_is_refused(
+    digits: list[str], sign: str, dot: bool
+) -> None:
+    number = "".join(digits) + (".5" if dot else "")
+    text = f"i = {sign}{number}"
+    if all(c in "0123456789" for c in digits):
+        parse_where(text)
+        return
+    first = next(i for i, c in enumerate(text) if c.isnumeric() and c not in "0123456789")
+    with pytest.raises(WhereSyntaxError, match="ASCII digits 0-9") as info:
+        parse_where(text)
+    # The error names the first foreign digit, at its position.
+    assert repr(text[first]) in str(info.value)
+    assert info.value.position == first
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=12).map(lambda t: "i = " + t),
+        st.text(st.characters(categories=["Nd", "No", "Nl", "Zs"]), max_size=8).map(
+            lambda t: "f in (" + t + ")"
+        ),
+        st.text(max_size=20),
+    )
+)
+def test_cli_any_unicode_where_exits_0_or_1_with_one_message(typed_lake: str, text: str) -> None:
+    result = _scan(typed_lake, text)
+    _assert_user_error_or_success(result, text)
+    assert "Traceback" not in result.output
+    if any(c.isnumeric() and c not in "0123456789" for c in text) and "'" not in text:
+        # No quoted string can hold the foreign digit: it must be refused, not read.
+        assert result.exit_code == 1, (text, result.output)

@@ -26,6 +26,12 @@ Limits (each a :class:`WhereSyntaxError`, so the CLI exits 1): :data:`MAX_DEPTH`
 parentheses and ``not`` (the parser recurses), :data:`MAX_INT_DIGITS` digits in an integer,
 numbers within the range of a double, timestamps within the years 1-9999 in UTC.
 
+Numbers, dates, timestamps and decimals are written with the ASCII digits 0-9, as
+identifiers are ASCII: a digit of another script (Arabic-Indic U+0663, fullwidth U+FF13) is
+refused with an error naming it rather than read as the number Python's ``int()`` would
+make of it (a typo or a pasted value meaning something else must not silently select
+rows). Quoted strings and quoted column names may hold any character.
+
 The parser lives in the CLI package because the command line is its only producer; it has no
 dependency on typer or rich.
 """
@@ -92,7 +98,9 @@ MAX_INT_DIGITS = 4300
 #: Nesting of parentheses and ``not`` beyond this is refused (the parser recurses).
 MAX_DEPTH = 100
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?")
+# [0-9], not \d: \d, str.isdigit, int() and float() accept the digits of every script.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_ASCII_DIGITS = frozenset("0123456789")
 _OPERATOR = re.compile(r"==|!=|<>|<=|>=|=|<|>")
 
 
@@ -111,7 +119,7 @@ def _tokenize(text: str) -> list[_Token]:
             kind = "string" if ch == "'" else "qident"
             tokens.append(_Token(kind, text[i:end], value, i))
             i = end
-        elif (m := _NUMBER.match(text, i)) and (ch.isdigit() or ch in "+-."):
+        elif (m := _NUMBER.match(text, i)) and (ch in _ASCII_DIGITS or ch in "+-."):
             tokens.append(_number_token(m.group(), i, text))
             i = m.end()
         elif m := IDENT.match(text, i):
@@ -123,7 +131,13 @@ def _tokenize(text: str) -> list[_Token]:
             tokens.append(_Token("op", m.group(), CMP_OPS[m.group()], i))
             i = m.end()
         else:
-            raise WhereSyntaxError(f"unexpected character {ch!r}", expression=text, position=i)
+            if ch in "+-." and text[i + 1 : i + 2].isnumeric():
+                i += 1  # "-٣": the culprit is the digit, not the sign
+                ch = text[i]
+            hint = " (write numbers with the ASCII digits 0-9)" if ch.isnumeric() else ""
+            raise WhereSyntaxError(
+                f"unexpected character {ch!r}{hint}", expression=text, position=i
+            )
     tokens.append(_Token("end", "", None, len(text)))
     return tokens
 
@@ -146,7 +160,7 @@ def _quoted(text: str, start: int) -> tuple[str, int]:
 
 
 def _number_token(text: str, pos: int, expression: str) -> _Token:
-    if re.fullmatch(r"[+-]?\d+", text):
+    if re.fullmatch(r"[+-]?[0-9]+", text):
         digits = len(text.lstrip("+-"))
         if digits > MAX_INT_DIGITS:
             raise WhereSyntaxError(
@@ -296,11 +310,11 @@ class _OutOfRange(ValueError):
 def _typed_literal(kind: str, text: str, parser: _Parser, tok: _Token) -> Scalar:
     try:
         if kind == "date":
-            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
                 raise ValueError(text)
             return dt.date.fromisoformat(text)
         if kind == "decimal":
-            if not re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", text):
+            if not re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)", text):
                 raise ValueError(text)
             return decimal.Decimal(text)
         return _parse_timestamp(text)
@@ -310,7 +324,7 @@ def _typed_literal(kind: str, text: str, parser: _Parser, tok: _Token) -> Scalar
         formats = {
             "date": "YYYY-MM-DD",
             "timestamp": "YYYY-MM-DD[ HH:MM:SS[.ffffff]][+HH:MM|Z]",
-            "decimal": "digits with an optional '.'",
+            "decimal": "digits 0-9 with an optional '.'",
         }
         raise WhereSyntaxError(
             f"invalid {kind} {text!r} (expected {formats[kind]})",
@@ -321,8 +335,8 @@ def _typed_literal(kind: str, text: str, parser: _Parser, tok: _Token) -> Scalar
 
 def _parse_timestamp(text: str) -> dt.datetime:
     if not re.fullmatch(
-        r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?"
-        r"(Z|[+-]\d{2}:?\d{2})?",
+        r"[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?)?"
+        r"(Z|[+-][0-9]{2}:?[0-9]{2})?",
         text,
     ):
         raise ValueError(text)

@@ -156,9 +156,9 @@ def state_files(store: Store, uuid: str, number: int) -> tuple[Files, pa.Schema 
         return {}, None, "table"
     try:
         doc = load_version(store, uuid, number)
-    except DatasetNotFound as exc:
-        if "expired" in str(exc):
-            raise expired_version(uuid, number, store) from None
+    except VersionExpired:
+        raise expired_version(uuid, number, store) from None
+    except DatasetNotFound:
         raise missing_version(uuid, number, store) from None
     return files_of(doc), doc.schema, doc.tables[0] if doc.partitions else "table"
 

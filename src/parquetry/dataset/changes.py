@@ -34,8 +34,8 @@ from parquetry.dataset.change_walk import (
 )
 from parquetry.dataset.format2 import read_version
 from parquetry.dataset.plan import PlannedFile
-from parquetry.dataset.read import read_planned_file
-from parquetry.errors import InvalidArgument, MetadataCorrupted, VersionExpired
+from parquetry.dataset.read import DataFileMissing, read_planned_file
+from parquetry.errors import InvalidArgument, VersionExpired
 from parquetry.parquet import DecryptionSettings
 from parquetry.store import Store
 
@@ -77,9 +77,7 @@ def read_change_file(
             filter_columns=filter_columns,
             decryption=decryption,
         )
-    except MetadataCorrupted as exc:
-        if "is missing" not in str(exc):
-            raise
+    except DataFileMissing:
         raise VersionExpired(
             f"data file {planned.key} (partition {planned.label!r}) of dataset {uuid!r} was "
             "garbage collected: read changes within the retention",

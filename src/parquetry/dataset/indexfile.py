@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import base64
 import bisect
+import datetime as dt
+import decimal
 import functools
 import io
 import itertools
+import json
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -126,13 +129,89 @@ class _SparseFile(io.RawIOBase):
         return len(data)
 
 
-def _orderable(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-    )
+#: Nanoseconds per Parquet timestamp unit.
+_NS = {"milliseconds": 10**6, "microseconds": 10**3, "nanoseconds": 1}
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _EPOCH.replace(tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class _Order:
+    """How an index file's values compare: ``kind`` is ``plain`` (integers, floats,
+    strings: footer statistics and predicate values compare as they are), ``date`` (days
+    since the epoch), ``timestamp`` (nanoseconds since the epoch, UTC when ``utc``),
+    ``decimal`` (exact Decimals, whatever the scale) or ``bool``."""
+
+    kind: str
+    utc: bool = False
+    ns: int = 1
+
+
+def _order(md: pq.FileMetaData) -> _Order | None:
+    """The order of the value column from the Parquet types in the file's own footer (an
+    index written by another tool may hold another unit or type than the dataset): None
+    when its statistics cannot be compared with predicate values."""
+    col = md.schema.column(0)
+    t = md.schema.to_arrow_schema().field(0).type
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return _Order("plain")
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _Order("plain")
+    if pa.types.is_boolean(t):
+        return _Order("bool")
+    if pa.types.is_decimal(t):
+        return _Order("decimal")
+    logical = json.loads(col.logical_type.to_json())
+    if pa.types.is_date(t) and col.physical_type == "INT32" and logical.get("Type") == "Date":
+        return _Order("date")
+    # Timestamps in INT64 only: INT96 statistics are not ordered as the values are.
+    unit = logical.get("timeUnit")
+    if pa.types.is_timestamp(t) and col.physical_type == "INT64" and unit in _NS:
+        return _Order("timestamp", utc=bool(logical.get("isAdjustedToUTC")), ns=_NS[unit])
+    return None
+
+
+def _stat(order: _Order, st: Any, low: bool) -> Any:
+    """A row group's minimum (``low``) or maximum as a key of ``order``."""
+    if order.kind == "date":
+        return int(st.min_raw if low else st.max_raw)
+    if order.kind == "timestamp":
+        return int(st.min_raw if low else st.max_raw) * order.ns
+    value = st.min if low else st.max
+    if order.kind == "decimal" and not (isinstance(value, decimal.Decimal) and value.is_finite()):
+        raise TypeError(value)
+    return value
+
+
+def _key(order: _Order, value: Any) -> Any:
+    """A predicate value as a key of ``order``, exactly; None when it cannot be compared
+    (the lookup then reads every row group). Exact types only: a ``datetime`` is a
+    ``date`` to Python, a pandas Timestamp a ``datetime`` with nanoseconds."""
+    if order.kind == "plain":
+        return value
+    if order.kind == "bool":
+        return value if type(value) is bool else None
+    if order.kind == "decimal":
+        ok = isinstance(value, decimal.Decimal) and value.is_finite()
+        return value if ok else None
+    if order.kind == "date":
+        return (value - _EPOCH_DATE).days if type(value) is dt.date else None
+    if type(value) is not dt.datetime or (value.tzinfo is not None) != order.utc:
+        return None  # a naive value on a UTC column or the reverse: not comparable
+    delta = value - (_EPOCH_UTC if order.utc else _EPOCH)
+    return ((delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds) * 1000
+
+
+def _keyed(order: _Order, lit: Literal) -> Literal | None:
+    """``lit`` with its value(s) as keys of ``order`` (None: not comparable)."""
+    if order.kind == "plain" or lit.op in ("is null", "is not null"):
+        return lit
+    if lit.op == "in":
+        keys = tuple(_key(order, v) for v in lit.value)
+        return None if any(k is None for k in keys) else replace(lit, value=keys)
+    key = _key(order, lit.value)
+    return None if key is None else replace(lit, value=key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +219,7 @@ class _FooterInfo:
     """A parsed footer and its value statistics, kept across lookups (files are immutable)."""
 
     md: pq.FileMetaData
-    orderable: bool
+    order: _Order | None  # None: statistics not comparable with predicate values
     mins: list[Any] | None  # None: some row group has no min/max
     maxs: list[Any] | None
     rows: list[int]
@@ -150,20 +229,23 @@ class _FooterInfo:
 @functools.lru_cache(maxsize=32)
 def _footer_info(footer: IndexFooter) -> _FooterInfo:
     md = pq.ParquetFile(_SparseFile(_NO_STORE, footer, {}), pre_buffer=False).metadata
-    orderable = _orderable(md.schema.to_arrow_schema().field(0).type)
+    order = _order(md)
     mins: list[Any] | None = []
     maxs: list[Any] | None = []
     rows = []
     for i in range(md.num_row_groups):
         rows.append(md.row_group(i).num_rows)
         st = md.row_group(i).column(0).statistics
-        if st is None or not st.has_min_max or mins is None or maxs is None:
+        if st is None or not st.has_min_max or mins is None or maxs is None or order is None:
             mins = maxs = None
             continue
-        mins.append(st.min)
-        maxs.append(st.max)
+        try:
+            mins.append(_stat(order, st, True))
+            maxs.append(_stat(order, st, False))
+        except (TypeError, ValueError, OverflowError, pa.ArrowException):
+            mins = maxs = None
     ascending = bool(
-        orderable
+        order is not None
         and mins is not None
         and maxs is not None
         and all(type(x) in (int, str) for x in (*mins, *maxs))
@@ -171,7 +253,7 @@ def _footer_info(footer: IndexFooter) -> _FooterInfo:
         and all(a <= b for a, b in itertools.pairwise(mins))
         and all(a <= b for a, b in itertools.pairwise(maxs))
     )
-    return _FooterInfo(md, orderable, mins, maxs, rows, ascending)
+    return _FooterInfo(md, order, mins, maxs, rows, ascending)
 
 
 def footer_metadata(footer: IndexFooter) -> pq.FileMetaData:
@@ -217,9 +299,10 @@ def may_hold(footer: IndexFooter, lit: Literal) -> bool:
         info = _footer_info(footer)
         if info.md.num_row_groups == 0:
             return False
-        if not info.orderable or lit.op in ("is null", "is not null") or info.mins is None:
+        if info.order is None or lit.op in ("is null", "is not null") or info.mins is None:
             return True
-        return bool(_candidate_groups(info, lit))
+        keyed = _keyed(info.order, lit)
+        return keyed is None or bool(_candidate_groups(info, keyed))
     except Exception:
         return True
 
@@ -230,9 +313,12 @@ def ranged_table(store: Store, footer: IndexFooter, lit: Literal) -> tuple[pa.Ta
     md = info.md
     if md.num_row_groups == 0:
         return md.schema.to_arrow_schema().empty_table(), 0
-    if not info.orderable or lit.op in ("is null", "is not null") or info.mins is None:
+    if info.order is None or lit.op in ("is null", "is not null") or info.mins is None:
         return None
-    groups = _candidate_groups(info, lit)
+    keyed = _keyed(info.order, lit)
+    if keyed is None:
+        return None
+    groups = _candidate_groups(info, keyed)
     if not groups:
         return md.schema.to_arrow_schema().empty_table(), 0
     merged = coalesce([_group_range(md, g) for g in groups], MAX_RANGED_REQUESTS)

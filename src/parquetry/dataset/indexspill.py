@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +28,7 @@ import pyarrow.compute as pc
 
 from parquetry.dataset.indexfile import IndexFooter
 from parquetry.dataset.indexpieces import normalise_pairs, pairs_schema, write_piece
+from parquetry.dataset.spilldir import SpillDir
 from parquetry.errors import ParquetryError
 from parquetry.store import Store
 
@@ -55,7 +55,8 @@ def label_pairs(label: str, values: pa.Array, t: pa.DataType) -> pa.Table:
 class PairSink:
     """Collects ``(value, label)`` tables; spills sorted runs past ``run_pairs`` pairs.
 
-    Use as a context manager (the spill directory is removed on exit)."""
+    Use as a context manager (the spill directory is removed on exit; one a killed process
+    left behind is removed by the next sink that spills: :mod:`parquetry.dataset.spilldir`)."""
 
     def __init__(self, t: pa.DataType, *, run_pairs: int = RUN_PAIRS) -> None:
         self.type = t
@@ -64,7 +65,7 @@ class PairSink:
         self.buffered = 0
         self.total = 0
         self.runs: list[str] = []
-        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self._dir: SpillDir | None = None
 
     def __enter__(self) -> PairSink:
         return self
@@ -103,7 +104,14 @@ class PairSink:
         run = _by_value(self.table())
         self.buffer, self.buffered = [], 0
         if self._dir is None:
-            self._dir = tempfile.TemporaryDirectory(prefix="parquetry-index-")
+            # Named and locked so that a sink of a later process reclaims it when this
+            # process is killed before close (spilldir.py).
+            try:
+                self._dir = SpillDir()
+            except OSError as exc:
+                raise ParquetryError(
+                    f"creating a directory to spill index pairs failed: {exc}"
+                ) from None
         path = os.path.join(self._dir.name, f"run{len(self.runs)}.arrow")
         try:
             with pa.OSFile(path, "wb") as f, pa.ipc.new_file(f, run.schema) as w:

@@ -115,13 +115,16 @@ def _float(value: int | float, t: pa.DataType) -> pa.Scalar | Gap:
 
 
 def _decimal(value: decimal.Decimal, t: pa.DataType) -> pa.Scalar | Gap:
-    step = decimal.Decimal(1).scaleb(-t.scale)
-    top = decimal.Decimal(10 ** (t.precision - t.scale)) - step
+    # Exact arithmetic: the default context (28 digits) rounded the top of decimal(38, s)
+    # up to 10**(38-s), which let a value of 39 digits through to pa.scalar (ArrowInvalid).
+    ctx = decimal.Context(prec=t.precision + 2)
+    step = decimal.Decimal(1).scaleb(-t.scale, context=ctx)
+    top = ctx.subtract(decimal.Decimal(10 ** (t.precision - t.scale)), step)
     if value > top:
         return Gap(pa.scalar(top, type=t), None)
-    if value < -top:
-        return Gap(None, pa.scalar(-top, type=t))
-    ctx = decimal.Context(prec=t.precision + 2)
+    bottom = top.copy_negate()  # exact: unary minus rounds to the context
+    if value < bottom:
+        return Gap(None, pa.scalar(bottom, type=t))
     floor = value.quantize(step, rounding=decimal.ROUND_FLOOR, context=ctx)
     if floor == value:
         return pa.scalar(floor, type=t)

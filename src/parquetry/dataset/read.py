@@ -33,6 +33,7 @@ from parquetry.parquet.utf8 import check_utf8
 from parquetry.store import Store
 
 __all__ = [
+    "DataFileMissing",
     "read_planned_file",
     "read_plan",
     "read_row_groups",
@@ -45,6 +46,20 @@ READ_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError)
 
 #: Files read concurrently at a time (bounded memory: one table per file in flight).
 READ_BATCH_FILES = 64
+
+
+class DataFileMissing(MetadataCorrupted):
+    """A data file the version names is not in the store (the store said NotFound).
+
+    Damage for the version being read, unless garbage collection expired it: a caller that
+    knows the version may be old (the change feed) turns it into VersionExpired by this
+    class, never by the message."""
+
+
+def _missing(planned: PlannedFile) -> DataFileMissing:
+    return DataFileMissing(
+        f"data file {planned.key} of partition {planned.label!r} is missing", key=planned.key
+    )
 
 
 def _cast_column(arr: pa.ChunkedArray, t: pa.DataType, name: str, key: str) -> pa.ChunkedArray:
@@ -71,17 +86,19 @@ def _open(
         f = store.open(planned.key, size=planned.size)
         pf, raw, _ = open_parquet(f, columns=columns, decryption=decryption, pre_buffer=False)
     except NotFound:
-        raise MetadataCorrupted(
-            f"data file {planned.key} of partition {planned.label!r} is missing", key=planned.key
-        ) from None
+        raise _missing(planned) from None
     return pf, raw
 
 
-def _read(raw: RawFooter | None, key: str, read: Callable[[], pa.Table]) -> pa.Table:
+def _read(raw: RawFooter | None, planned: PlannedFile, read: Callable[[], pa.Table]) -> pa.Table:
+    key = planned.key
     try:
         return read()
     except EncryptionError:
         raise
+    except NotFound:
+        # Deleted after its footer was read (garbage collection): not a damaged file.
+        raise _missing(planned) from None
     except (*READ_ERRORS, KeyError, IndexError) as exc:
         if raw is None:
             raise  # an unchecked reader: its caller falls back to the checked path
@@ -121,11 +138,11 @@ class _FileReader:
     def read(self, group: int | None, row_filter: pc.Expression | None) -> pa.Table:
         cols = self.available
         if group is None:
-            table = _read(self.raw, self.planned.key, lambda: self.pf.read(cols, use_threads=False))
+            table = _read(self.raw, self.planned, lambda: self.pf.read(cols, use_threads=False))
         else:
             table = _read(
                 self.raw,
-                self.planned.key,
+                self.planned,
                 lambda: self.pf.read_row_group(group, cols, use_threads=False),
             )
         return self._typed(table, row_filter)
@@ -204,10 +221,7 @@ def read_whole_file(
         try:
             data = store.get(planned.key) if data is None else data
         except NotFound:
-            raise MetadataCorrupted(
-                f"data file {planned.key} of partition {planned.label!r} is missing",
-                key=planned.key,
-            ) from None
+            raise _missing(planned) from None
         try:
             # ``checked``: the caller parsed this footer and found it safe (compaction).
             raw = None if checked else footer_from_bytes(data, planned.key)

@@ -23,7 +23,7 @@ from parquetry.dataset.plan import PlannedFile, ScanPlan, make_plan
 from parquetry.dataset.predicates import validate_predicates
 from parquetry.dataset.read import read_plan, read_planned_file, scan_plan
 from parquetry.dataset.schema import normalise_type
-from parquetry.dataset.staleread import version_collected
+from parquetry.dataset.staleread import version_collected, version_expired
 from parquetry.dataset.versions import LoadedState, latest_version_number
 from parquetry.errors import InvalidArgument, MetadataCorrupted, UnknownColumn
 from parquetry.parquet import DecryptionSettings
@@ -175,11 +175,26 @@ class VersionReader:
         planned_file: PlannedFile,
         columns: Sequence[str] | None = None,
     ) -> pa.Table:
-        """One planned file with typed partition columns (schema = ``schema`` projected)."""
+        """One planned file with typed partition columns (schema = ``schema`` projected).
+
+        Raises:
+            VersionExpired: garbage collection collected the file (this version expired).
+            MetadataCorrupted: the file is missing although the newest version needs it.
+        """
+        try:
+            return self._read_planned(planned_file, columns)
+        except MetadataCorrupted as exc:
+            expired = version_collected(self, exc)
+            if expired is None:
+                raise
+            raise expired from None
+
+    def _read_planned(self, planned: PlannedFile, columns: Sequence[str] | None) -> pa.Table:
+        """:meth:`read_file` without telling a collected file from a missing one."""
         self._check_columns(columns)
         self._check_keys(columns, None)
         return read_planned_file(
-            self.store, self.schema, planned_file, columns=columns, decryption=self._decryption
+            self.store, self.schema, planned, columns=columns, decryption=self._decryption
         )
 
     def _check_columns(self, columns: Sequence[str] | None) -> None:
@@ -244,6 +259,19 @@ class VersionReader:
             raise expired from None
 
     def to_pyarrow_dataset(self) -> pads.Dataset:
-        """A ``pyarrow.dataset`` over exactly this version's files (partition columns typed)."""
+        """A ``pyarrow.dataset`` over exactly this version's files (partition columns typed).
+
+        The version is checked first (one GET of its version file): when garbage collection
+        expired it, its files may be gone, and this raises VersionExpired rather than handing
+        out a dataset whose scan fails. A collection while the returned dataset is scanned
+        surfaces from pyarrow's scan: NotFound naming the file for object and memory stores,
+        pyarrow's FileNotFoundError for a local store (pyarrow reads local files itself).
+
+        Raises:
+            VersionExpired: this version was garbage collected.
+        """
+        expired = version_expired(self)
+        if expired is not None:
+            raise expired
         files = self.plan(None).files
         return pyarrow_dataset(self.store, self.schema, files, decryption=self._decryption)

@@ -29,6 +29,7 @@ from parquetry.dataset.ops import apply_change, fit_concurrent_schema, partition
 from parquetry.dataset.plan import make_plan
 from parquetry.dataset.predicates import DNF, to_expression, validate_predicates
 from parquetry.dataset.schema import cast_to_schema
+from parquetry.dataset.staleread import base_reads
 from parquetry.dataset.versions import LoadedState
 from parquetry.dataset.write import FileDescription, iter_input
 from parquetry.errors import CommitConflict, InvalidArgument, ReplaceConditionViolated
@@ -201,7 +202,10 @@ def commit_replace(
     from parquetry.dataset.transact import string_parameters
 
     params = {"predicate": describe_dnf(dnf), **string_parameters(parameters)}
-    planned = plan_replace(ds, dnf)
+    # A file (or index piece) of the base version collected meanwhile: a stale base, a
+    # conflict like a lost race (the caller's ``files`` stay its own), not VersionExpired.
+    with base_reads(ds, operation):
+        planned = plan_replace(ds, dnf)
     rewritten = (
         ds._write(planned.kept, write_options, merge_schema=False)[0]
         if planned.kept is not None

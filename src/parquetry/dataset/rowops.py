@@ -48,6 +48,7 @@ from parquetry.dataset.rewrite import (
     plan_rewrite,
     rewrite,
 )
+from parquetry.dataset.staleread import base_reads
 from parquetry.errors import InvalidArgument, SchemaMismatch, UnknownColumn
 from parquetry.parquet import WriteOptions
 
@@ -133,7 +134,8 @@ def plan_delete(
 ) -> RewritePlan:
     """What :func:`delete_where` would do (reads the partly matching files, writes nothing)."""
     dnf = required_dnf(ds, predicates, "delete_where")
-    read, drop, dropped_rows = delete_targets(ds, dnf)
+    with base_reads(ds, "delete_where"):
+        read, drop, dropped_rows = delete_targets(ds, dnf)
     return plan_rewrite(
         ds,
         read,
@@ -161,7 +163,8 @@ def delete_where(
 ) -> RewriteResult:
     """The body of :meth:`Dataset.delete_where` (see the module docstring)."""
     dnf = required_dnf(ds, predicates, "delete_where")
-    read, drop, dropped_rows = delete_targets(ds, dnf)
+    with base_reads(ds, "delete_where"):
+        read, drop, dropped_rows = delete_targets(ds, dnf)
     return rewrite(
         ds,
         read,
@@ -338,7 +341,8 @@ def plan_update(
     """What :func:`update_where` would do (reads the candidate files, writes nothing)."""
     dnf = required_dnf(ds, predicates, "update_where")
     assignments = checked_set(ds, set)
-    labels = [f.label for f in ds.plan(dnf_as_tuples(dnf)).files]
+    with base_reads(ds, "update_where"):
+        labels = [f.label for f in ds.plan(dnf_as_tuples(dnf)).files]
     edit = update_edit(ds, dnf, assignments)
     return plan_rewrite(ds, labels, edit, progress=progress, concurrency=concurrency)
 
@@ -357,7 +361,8 @@ def update_where(
     """The body of :meth:`Dataset.update_where` (see the module docstring)."""
     dnf = required_dnf(ds, predicates, "update_where")
     assignments = checked_set(ds, set)
-    labels = [f.label for f in ds.plan(dnf_as_tuples(dnf)).files]
+    with base_reads(ds, "update_where"):
+        labels = [f.label for f in ds.plan(dnf_as_tuples(dnf)).files]
     return rewrite(
         ds,
         labels,

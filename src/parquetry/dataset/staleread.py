@@ -5,14 +5,18 @@ reads the files it matched. When a newer version removed such a file and garbage
 collection (retention 0) ran in between, the file is gone although nothing is corrupted:
 the operation's base went stale, as when it loses a commit race. The reader then re-checks
 the current state: a file the newest version still references is really missing
-(MetadataCorrupted stays); otherwise :class:`BaseCollected`, a retryable CommitConflict.
+(MetadataCorrupted stays); otherwise :class:`BaseCollected`, a CommitConflict: upsert runs
+again by itself on the newest version, delete_where and update_where raise it (the caller
+chose the predicate for the version it read). The same holds when the operation's plan
+meets the expiry first, e.g. an index piece of its version collected (:func:`base_reads`).
 A plain read of such a version (``Dataset.read``/``scan`` on a handle GC expired) raises
 VersionExpired the same way (:func:`version_collected`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -23,7 +27,13 @@ from parquetry.errors import CommitConflict, MetadataCorrupted, VersionExpired
 if TYPE_CHECKING:
     from parquetry.dataset.reading import VersionReader as Dataset
 
-__all__ = ["BaseCollected", "read_base_file", "version_collected"]
+__all__ = [
+    "BaseCollected",
+    "base_reads",
+    "read_base_file",
+    "version_collected",
+    "version_expired",
+]
 
 
 class BaseCollected(CommitConflict):
@@ -53,21 +63,52 @@ def read_base_file(
     """``ds.read_file(planned, columns)``; a missing file the newest version no longer
     references raises :class:`BaseCollected` naming it (see the module docstring)."""
     try:
-        return ds.read_file(planned, columns=columns)
+        return ds._read_planned(planned, columns)
     except MetadataCorrupted as exc:
         if exc.key != planned.key:
             raise
         number, keys = _newest_keys(ds)
         if planned.key in keys:
             raise  # the newest version needs it: really missing
-        raise BaseCollected(
-            f"dataset {ds.uuid!r}: data file {planned.key} (partition {planned.label!r}) of "
-            f"version {ds.version}, which this {operation} read, was garbage collected while "
-            f"it ran (the newest version, {number}, no longer references it); nothing is "
-            f"committed: run it again on the newest version",
-            key=planned.key,
-            store=ds.store.url,
-        ) from None
+        what = f"data file {planned.key} (partition {planned.label!r})"
+        raise _collected(ds, what, planned.key, operation, number) from None
+
+
+@contextmanager
+def base_reads(ds: Dataset, operation: str) -> Iterator[None]:
+    """Around a row operation's reads of its base version ``ds`` (its plan, index lookups):
+    the version expiring under them (VersionExpired, or a file or index piece the newest
+    version no longer references gone) raises :class:`BaseCollected`, as a lost commit
+    race does, instead of VersionExpired: the operation, not the caller's read, is stale."""
+    try:
+        yield
+    except VersionExpired as exc:
+        number, _ = _newest_keys(ds)
+        raise _collected(ds, _what(ds, exc.key), exc.key, operation, number) from None
+    except MetadataCorrupted as exc:
+        if version_collected(ds, exc) is None:
+            raise
+        number, _ = _newest_keys(ds)
+        raise _collected(ds, _what(ds, exc.key), exc.key, operation, number) from None
+
+
+def _what(ds: Dataset, key: str | None) -> str:
+    if key is None:
+        return "a file"
+    data = {k for f in ds.document.partitions.values() for k in f.values()}
+    return f"data file {key}" if key in data else f"index piece {key}"
+
+
+def _collected(
+    ds: Dataset, what: str, key: str | None, operation: str, number: int
+) -> BaseCollected:
+    return BaseCollected(
+        f"dataset {ds.uuid!r}: {what} of version {ds.version}, which this {operation} read, "
+        f"was garbage collected while it ran (the newest version, {number}, no longer "
+        "references it); nothing is committed: run it again on the newest version",
+        key=key,
+        store=ds.store.url,
+    )
 
 
 def version_collected(ds: Dataset, exc: MetadataCorrupted) -> VersionExpired | None:
@@ -87,5 +128,24 @@ def version_collected(ds: Dataset, exc: MetadataCorrupted) -> VersionExpired | N
         f"(its {what} {key} is gone; the newest version is {number}): open the dataset "
         "again to read the newest version",
         key=key,
+        store=ds.store.url,
+    )
+
+
+def version_expired(ds: Dataset) -> VersionExpired | None:
+    """VersionExpired when ``ds``'s version is a tombstone (one GET): garbage collection
+    turns an expired version into one before it deletes the files only it referenced."""
+    from parquetry.dataset.format2 import read_version
+    from parquetry.dataset.naming import version_key
+
+    if ds._foreign:
+        return None  # a kartothek pointer has no version file of its own
+    v = read_version(ds.store, ds.uuid, ds.version)
+    if v is None or v[0] != "tombstone":
+        return None
+    return VersionExpired(
+        f"dataset {ds.uuid!r}: version {ds.version} was garbage collected (its files may be "
+        "gone): open the dataset again to read the newest version",
+        key=version_key(ds.uuid, ds.version),
         store=ds.store.url,
     )

@@ -18,6 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from parquetry.errors import InvalidArgument, InvalidFormat
+from parquetry.parquet.utf8 import first_invalid
+
 __all__ = ["ColumnStats", "MAX_STRING_STAT", "compute_stats", "decode_stats", "encode_value"]
 
 MAX_STRING_STAT = 64
@@ -72,8 +75,15 @@ def decode_value(value: Any, t: pa.DataType) -> Any:
     return value
 
 
-def compute_stats(table: pa.Table) -> dict[str, ColumnStats]:
-    """Statistics of every column of ``table`` (nested/binary columns: null count only)."""
+def compute_stats(table: pa.Table, *, source: str | None = None) -> dict[str, ColumnStats]:
+    """Statistics of every column of ``table`` (nested/binary columns: null count only).
+
+    ``source``: the file ``table`` was read from, named by the error when a string column
+    holds a value that is not UTF-8 (InvalidFormat then; InvalidArgument for data given in
+    memory, ``source`` None). Writers check UTF-8 before; this keeps any other caller (a
+    foreign file, an Arrow array built without validation) from meeting a raw
+    UnicodeDecodeError.
+    """
     out: dict[str, ColumnStats] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         nulls = column.null_count
@@ -87,12 +97,28 @@ def compute_stats(table: pa.Table) -> dict[str, ColumnStats]:
                 lo = hi = None
             else:
                 mm = pc.min_max(column)
-                lo = encode_value(mm["min"].as_py(), t)
-                hi = encode_value(mm["max"].as_py(), t)
+                try:
+                    lo = encode_value(mm["min"].as_py(), t)
+                    hi = encode_value(mm["max"].as_py(), t)
+                except UnicodeDecodeError:
+                    raise _not_utf8(column, name, source) from None
                 if lo is None or hi is None:
                     lo = hi = None
         out[name] = [lo, hi, nulls]
     return out
+
+
+def _not_utf8(column: pa.ChunkedArray, name: str, source: str | None) -> Exception:
+    row = first_invalid(column)
+    where = f"row {row}" if row is not None else "its minimum or maximum"
+    if source is None:
+        return InvalidArgument(
+            f"column {name!r} holds a string value that is not valid UTF-8 ({where})"
+        )
+    return InvalidFormat(
+        f"{source}: column {name!r} holds a string value that is not valid UTF-8 ({where})",
+        key=source,
+    )
 
 
 def decode_stats(

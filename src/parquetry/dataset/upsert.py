@@ -62,7 +62,7 @@ import pyarrow as pa
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.rewrite import CONCURRENCY, FileEdit, Progress, rewrite_files
-from parquetry.dataset.staleread import BaseCollected, read_base_file
+from parquetry.dataset.staleread import BaseCollected, base_reads, read_base_file
 from parquetry.dataset.upsert_evolve import evolved_for_write
 from parquetry.dataset.upsertkeys import (
     DATA_ROW,
@@ -256,7 +256,8 @@ def _upsert_once(
         # merge_schema: read, write and commit (once, with the files) the evolved schema.
         ds = evolved_for_write(ds, target)
     keys = key_table(source, keys_on)
-    plan, hit = _scan(ds, keys, keys_on, source.num_rows)
+    with base_reads(ds, "upsert"):  # an index piece collected: re-run like a lost race
+        plan, hit = _scan(ds, keys, keys_on, source.num_rows)
     insert = source.filter(pa.array(~hit)) if when_not_matched == "insert" else None
     if insert is not None and insert.num_rows == 0:
         insert = None
