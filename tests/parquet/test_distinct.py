@@ -25,7 +25,7 @@ def _columns(draw: st.DrawFn) -> pa.ChunkedArray:
     t, lo, hi = _TYPES[draw(st.sampled_from(sorted(_TYPES)))]
     # Values near one end of the type's range, near zero, or anywhere: small and wide spans.
     base = draw(st.sampled_from([lo, hi, 0, draw(st.integers(lo, hi))]))
-    span = draw(st.sampled_from([0, 3, 50, 10_000, hi - lo]))
+    span = draw(st.sampled_from([0, 3, 50, 100, 200, 10_000, 40_000, hi - lo]))
     value = st.integers(max(lo, base - span), min(hi, base + span))
     chunks = draw(
         st.lists(st.lists(st.one_of(st.none(), value), max_size=40), min_size=1, max_size=4)
@@ -58,3 +58,10 @@ def test_other_types_and_the_dictionary_choice_are_unchanged() -> None:
         }
     )
     assert low_cardinality_columns(table, 0.1) == ["customer", "status"]
+
+
+def test_small_types_whose_offsets_exceed_their_own_range() -> None:
+    """int8 values -100..100: value - min reaches 200, past int8's 127 (it must not wrap)."""
+    values = [-100, -27, 28, 100] * 10  # range 200 within 8x the values: the bitmap
+    assert count_distinct(pa.array(values, pa.int8())) == 4
+    assert count_distinct(pa.array([-30_000, -5_000, 30_536, 30_000] * 10_000, pa.int16())) == 4

@@ -32,10 +32,12 @@ def count_distinct(column: pa.Array | pa.ChunkedArray) -> int:
             values = column.drop_null()
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
-            # Exact: every value minus lo lies in [0, hi - lo], so the subtraction in the
-            # column's own width cannot wrap.
-            offsets = values.to_numpy(zero_copy_only=False) - values.type.to_pandas_dtype()(lo)
+            # In 64 bits (a narrower type's own width would wrap: int8 100 - -100 = -56),
+            # and exact there: every value minus lo lies in [0, hi - lo], which fits.
+            array = values.to_numpy(zero_copy_only=False)
+            wide = np.uint64 if array.dtype == np.uint64 else np.int64
+            offsets = array.astype(wide, copy=False) - wide(lo)
             seen = np.zeros(hi - lo + 1, np.bool_)
-            seen[offsets.astype(np.intp, copy=False)] = True
+            seen[offsets] = True
             return int(np.count_nonzero(seen))
     return int(pc.count_distinct(column).as_py())
