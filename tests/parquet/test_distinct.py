@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from hypothesis import given, settings
@@ -65,3 +66,20 @@ def test_small_types_whose_offsets_exceed_their_own_range() -> None:
     values = [-100, -27, 28, 100] * 10  # range 200 within 8x the values: the bitmap
     assert count_distinct(pa.array(values, pa.int8())) == 4
     assert count_distinct(pa.array([-30_000, -5_000, 30_536, 30_000] * 10_000, pa.int16())) == 4
+
+
+def test_dense_random_subsets_of_small_types() -> None:
+    """Seeded dense draws (the bitmap path taken) over every small type's whole range."""
+    rng = np.random.default_rng(11)
+    for name in ("int8", "uint8", "int16", "uint16", "int32"):
+        t, lo, hi = _TYPES.get(name) or (getattr(pa, name)(), *_bounds(name))
+        for _ in range(40):
+            a, b = sorted(rng.integers(max(lo, -70_000), min(hi, 70_000) + 1, 2).tolist())
+            values = rng.integers(a, b + 1, max(1, (b - a) // 4 + 1)).tolist()
+            column = pa.array(values, t)
+            assert count_distinct(column) == pc.count_distinct(column).as_py(), (name, a, b)
+
+
+def _bounds(name: str) -> tuple[int, int]:
+    info = np.iinfo(name)
+    return int(info.min), int(info.max)
