@@ -56,6 +56,7 @@ from parquetry.dataset.write import FileDescription
 from parquetry.errors import InvalidFormat, MetadataCorrupted, NotFound
 from parquetry.parquet.footer import footer_from_bytes
 from parquetry.parquet.footer_check import pyarrow_hazard
+from parquetry.parquet.footer_memo import FooterMemo
 from parquetry.parquet.rgcopy import (
     DamagedPage,
     RowGroupAssembler,
@@ -108,6 +109,10 @@ class BinCopier:
         self.group_bytes = self.w.group_bytes
         self.string_columns = [f.name for f in self.w.payload if holds_strings(f.type)]
         self.leaves = sum(1 for e in self.expected[0][1:] if not e[4])
+        # Inputs written alike have footers differing only in some values: decoded through
+        # templates of recent ones (about 2x cheaper than the Thrift reader's fast path).
+        self.memo = FooterMemo()
+        self._schema_seen: tuple[Any, Any] | None = None  # (schema, column orders) == expected
 
     # --- inputs ------------------------------------------------------------------------------
 
@@ -153,13 +158,13 @@ class BinCopier:
         for a file to decode, its footer when it has the output's Parquet schema (then it
         may be staged, or read by :func:`~parquetry.dataset.compact_stage.lean_read`)."""
         try:
-            raw = footer_from_bytes(data, f.key)
+            raw = self.memo.footer(data, f.key)
         except (InvalidFormat, RecursionError):
             return None, False, None  # the decoding path raises the error naming the file
         meta = raw.metadata
         if meta is None or raw.encrypted or pyarrow_hazard(raw) is not None:
             return None, False, None
-        same = meta if schema_key(meta) == self.expected else None
+        same = meta if self._same_schema(meta) else None
         if not self.copy_small_dict and self._reencode_all(meta):
             return None, True, same
         info = self.files.get(f.label)
@@ -179,6 +184,17 @@ class BinCopier:
             # Decoded: pyarrow raises on damaged pages, named by the read path.
             return None, True, None
         return meta, True, None
+
+    def _same_schema(self, meta: dict[int, Any]) -> bool:
+        """``schema_key(meta) == self.expected``, remembering the last schema that was (a
+        comparison of the decoded lists is cheaper than building the key)."""
+        seen = self._schema_seen
+        if seen is not None and meta.get(2) == seen[0] and meta.get(7) == seen[1]:
+            return True
+        if schema_key(meta) != self.expected:
+            return False
+        self._schema_seen = (meta.get(2), meta.get(7))
+        return True
 
     def _inputs(self, files: Sequence[PlannedFile]) -> Iterator[_Input]:
         """Every input fetched and checked, in order, a bounded number of bytes ahead."""

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquetry.errors import InvalidArgument
+from parquetry.parquet.distinct import count_distinct
 from parquetry.parquet.encryption import EncryptionSettings, KmsClient
 
 __all__ = ["BloomFilter", "WriteOptions"]
@@ -230,7 +230,7 @@ def low_cardinality_columns(sample: pa.Table, max_ratio: float) -> list[str]:
         rows = len(column) - column.null_count
         if rows == 0 or _looks_unique(column):
             continue
-        distinct = pc.count_distinct(column).as_py()
+        distinct = count_distinct(column)
         if distinct / rows <= max_ratio:
             chosen.append(name)
     return chosen
@@ -243,5 +243,5 @@ def _looks_unique(column: pa.ChunkedArray) -> bool:
         return False
     head = column.slice(0, _PROBE_ROWS)
     present = len(head) - head.null_count
-    distinct: int = pc.count_distinct(head).as_py()
+    distinct = count_distinct(head)
     return bool(present > 0 and distinct >= _UNIQUE_PROBE_RATIO * present)
