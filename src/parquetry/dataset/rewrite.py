@@ -53,7 +53,9 @@ the rows its edit keeps, or those of the small files in flight) + the buffer + o
 (its sorted copy and encoded output files) per task: **about 3-4x the decoded size of the
 largest file rewritten (or of 4 MiB of small files), plus 4 MiB**, whatever the size of
 the dataset (tested under RLIMIT_AS). The file descriptions collected cost a few hundred
-bytes per file, plus the distinct values of indexed columns.
+bytes per file; the distinct values of indexed columns of each file written go right away
+into the commit's sinks (:mod:`parquetry.dataset.indexsinks`), which spill sorted runs to
+local temporary files past 262,144 pairs per column: about 25 MB at most for UUID texts.
 
 Results are taken in the order of ``labels`` whatever the concurrency, so the outcome (the
 plan, the metrics) does not depend on timing; ``progress`` is called from the calling thread.
@@ -92,6 +94,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from parquetry.dataset.commit import MAX_RETRIES
+from parquetry.dataset.indexsinks import IndexSinks
 from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.rewrite_commit import CheckAdded, commit_rewrite
 from parquetry.dataset.rewrite_walk import (
@@ -258,28 +261,41 @@ def rewrite(
     from parquetry.dataset.transact import string_parameters
 
     added: list[FileDescription] = list(add)
-    try:
-        params = string_parameters(parameters)
-        read, dropped = _labels(ds, labels, drop)
-        writer = Writer(ds, write_options, buffer_bytes, added)
-        rewritten, unchanged, emptied, counts = walk(
-            ds, read, edit, progress, writer.add, concurrency, operation
+    # Every added file's index values go into sinks that spill (indexsinks.py) as the file
+    # is written, not held with its description until the commit.
+    with IndexSinks() as sinks:
+        try:
+            added[:] = sinks.take(added)
+            params = string_parameters(parameters)
+            read, dropped = _labels(ds, labels, drop)
+            writer = Writer(ds, write_options, buffer_bytes, added, sinks)
+            rewritten, unchanged, emptied, counts = walk(
+                ds, read, edit, progress, writer.add, concurrency, operation
+            )
+            writer.flush()
+            recorded = counts.merged(metrics or {})
+        except BaseException:
+            abandon_files(ds.store, ds.uuid, added)
+            raise
+        plan = RewritePlan(
+            rewritten=tuple(rewritten),
+            dropped=tuple(dropped),
+            unchanged=tuple(unchanged),
+            metrics=recorded,
+            emptied=tuple(emptied),
         )
-        writer.flush()
-        recorded = counts.merged(metrics or {})
-    except BaseException:
-        abandon_files(ds.store, ds.uuid, added)
-        raise
-    plan = RewritePlan(
-        rewritten=tuple(rewritten),
-        dropped=tuple(dropped),
-        unchanged=tuple(unchanged),
-        metrics=recorded,
-        emptied=tuple(emptied),
-    )
-    if not plan.removed and not added:
-        return RewriteResult(state=ds._state(), plan=plan, committed=False)
-    state = commit_rewrite(
-        ds, plan.removed, added, operation, params, recorded, metadata, max_retries, check_added
-    )
+        if not plan.removed and not added:
+            return RewriteResult(state=ds._state(), plan=plan, committed=False)
+        state = commit_rewrite(
+            ds,
+            plan.removed,
+            added,
+            operation,
+            params,
+            recorded,
+            metadata,
+            max_retries,
+            check_added,
+            index_sinks=sinks,
+        )
     return RewriteResult(state=state, plan=plan, committed=True)
