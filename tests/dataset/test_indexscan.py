@@ -8,6 +8,7 @@ from unittest import mock
 
 import hypothesis.strategies as st
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 
 from parquetry.dataset import indexpieces
@@ -15,8 +16,10 @@ from parquetry.dataset.indexfile import footer_metadata
 from parquetry.dataset.indexpieces import write_piece
 from parquetry.dataset.indexscan import scan_piece
 from parquetry.dataset.indexstate import IndexState
+from parquetry.dataset.indices import IndexData, IndexLookup, write_index
 from parquetry.dataset.piecefiles import record_table
 from parquetry.dataset.predicates import Literal
+from parquetry.errors import MetadataCorrupted
 from parquetry.store import MemoryStore
 from parquetry.testing import CountingStore
 
@@ -101,3 +104,35 @@ def test_a_not_equal_lookup_reads_a_large_piece_in_ranged_requests_not_whole() -
     found, gets, _ = scan_piece(store, "c", footer, lit, pa.int64(), request_bytes=4096)
     assert found == labels
     assert 1 < gets == store.counts["get_range"] <= groups
+
+
+def test_a_format1_index_file_is_scanned_not_loaded_for_not_equal_lookups() -> None:
+    """An index file of format 1 or kartothek (no format-2 state): ``!=``, ``is not null``
+    and wide ranges scanned like pieces (footer by ranged GETs when the version has none),
+    with the labels of the whole file's lookup; ``==`` keeps its path."""
+    inner = MemoryStore()
+    n = 20_000  # three row groups of INDEX_ROW_GROUP
+    labels = [f"p={i % 7}/{i % 7:032x}" for i in range(n)]
+    index = IndexData(
+        column="c",
+        values=pa.array(range(n), pa.int64()),
+        labels=pa.array([[x] for x in labels], pa.list_(pa.string())),
+    )
+    written = write_index(inner, "u", index)
+    assert footer_metadata(written).num_row_groups == 3
+    store = CountingStore(inner)
+    cases = [("!=", 3), ("is not null", None), (">=", 1), ("<", 5), ("==", 8)]
+    for footer in (None, written):
+        for op, value in cases:
+            lit = Literal(column="c", op=op, value=value, type=pa.int64())
+            want = IndexLookup(inner, "c", written.key, None, pa.int64()).full().lookup(lit)
+            store.reset()
+            lookup = IndexLookup(store, "c", written.key, footer, pa.int64())
+            assert lookup.lookup(lit) == want, (op, footer is None)
+            assert lookup.requests == store.total == len(lookup.keys)
+            if op != "==" or footer is not None:
+                assert store.counts["get"] == 0, (op, footer is None)  # never the whole file
+    # A missing file is named, not a raw error.
+    lookup = IndexLookup(inner, "c", "u/indices/c/gone.parquet", None, pa.int64())
+    with pytest.raises(MetadataCorrupted, match=r"gone\.parquet"):
+        lookup.lookup(Literal(column="c", op="!=", value=1, type=pa.int64()))

@@ -15,6 +15,7 @@ time (:data:`SCAN_THREADS`), plus the labels found.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -31,15 +32,39 @@ from parquetry.dataset.indexfile import (
 from parquetry.dataset.indices import _from_table
 from parquetry.dataset.piecefiles import FILES_COLUMN
 from parquetry.dataset.predicates import Literal, eval_array
+from parquetry.errors import MetadataCorrupted, NotFound
 from parquetry.store import Store
+from parquetry.store.rangefile import TAIL_PREFETCH
 
-__all__ = ["SCAN_REQUEST_BYTES", "SCAN_THREADS", "scan_groups", "scan_piece"]
+__all__ = ["SCAN_REQUEST_BYTES", "SCAN_THREADS", "fetch_footer", "scan_groups", "scan_piece"]
 
 #: A scan fetches adjacent row groups in ranged GETs of at most this many bytes (a row
 #: group larger than this alone).
 SCAN_REQUEST_BYTES = 2 << 20
 #: Pieces scanned at the same time by one lookup (each holds one request and one group).
 SCAN_THREADS = 4
+
+
+def fetch_footer(store: Store, column: str, key: str) -> tuple[IndexFooter, int]:
+    """The footer of index file ``key`` read by ranged GETs (a format-1 or kartothek index
+    file whose footer the version does not cache), and the requests it took."""
+    try:
+        size = store.head(key).size
+        tail = store.get_range(key, max(0, size - TAIL_PREFETCH), size)
+        used = 2
+        if len(tail) < 12 or tail[-4:] != b"PAR1":
+            raise MetadataCorrupted(f"{key}: not a Parquet index file", key=key)
+        (length,) = struct.unpack("<I", tail[-8:-4])
+        if length + 8 > size:
+            raise MetadataCorrupted(f"{key}: not a Parquet index file", key=key)
+        if length + 8 > len(tail):
+            tail = store.get_range(key, size - length - 8, size)
+            used += 1
+    except NotFound:
+        raise MetadataCorrupted(
+            f"index file {key!r} of column {column!r} is missing", key=key
+        ) from None
+    return IndexFooter(key=key, size=size, tail=bytes(tail[-(length + 8) :])), used
 
 
 def scan_groups(footer: IndexFooter, lit: Literal) -> list[int]:

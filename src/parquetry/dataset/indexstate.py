@@ -279,7 +279,9 @@ class IndexState:
         return labels, keys, files
 
     def all_labels(self, store: Store) -> set[str]:
-        return self.full(store).all_labels()
+        """Every live label (a scan: one row group at a time, not the whole index)."""
+        every = Literal(column=self.column, op="is not null", value=None, type=self.type)
+        return self.lookup(store, every)
 
     def full(self, store: Store) -> IndexData:
         """The whole index, merged, without removed labels (kartothek's index file)."""
