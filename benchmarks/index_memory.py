@@ -103,11 +103,13 @@ def build(root: Path, files: int, rows: int, key: str) -> None:
     Dataset.create(LocalStore(root), "m", reader, partition_on=["part"], secondary_indices=["id"])
 
 
-def run(source: Path, case: str, key: str) -> dict[str, Any]:
+def run(source: Path, case: str, key: str, tree: str | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="index-memory-") as tmp:
         copy = Path(tmp) / "copy"
         shutil.copytree(source, copy)
         env = {**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2"}
+        if tree is not None:
+            env["PYTHONPATH"] = tree
         t0 = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, "-c", CHILD, str(copy), case, key],
@@ -129,13 +131,21 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--key", choices=["uuid", "int"], default="uuid")
     parser.add_argument("--cases", default="rewrite,not_equal,not_null")
+    parser.add_argument(
+        "--trees",
+        default="",
+        help="comma-separated source trees (PYTHONPATH of the children) to compare on the "
+        "same data, one child each per case in turn; default: the interpreter's own",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="index-memory-src-") as tmp:
         root = Path(tmp)
         build(root, args.files, args.rows, args.key)
         print(json.dumps({"files": args.files, "rows": args.files * args.rows, "key": args.key}))
+        trees: list[str | None] = [t for t in args.trees.split(",") if t] or [None]
         for case in args.cases.split(","):
-            print(json.dumps(run(root, case, args.key)), flush=True)
+            for tree in trees:
+                print(json.dumps({"tree": tree, **run(root, case, args.key, tree)}), flush=True)
 
 
 if __name__ == "__main__":
