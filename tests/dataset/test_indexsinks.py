@@ -150,3 +150,36 @@ def test_a_value_that_is_not_utf8_is_refused_when_taken() -> None:
     )  # fmt: skip
     with IndexSinks() as sinks, pytest.raises(InvalidArgument, match="not valid UTF-8"):
         sinks.take([fd])
+
+
+def test_a_widened_index_type_at_commit_reads_the_values_from_the_files() -> None:
+    """A concurrent schema change widened the indexed column (uint32 -> int64): the sinks
+    (uint64 pairs, the index type of uint32) do not apply, the commit reads each written
+    file's keys back."""
+    data = pa.table({"p": ["a", "b"], "k": pa.array([1, 2], pa.uint32()), "v": [1, 2]})
+    ds = Dataset.create(MemoryStore(), "d", data, partition_on=["p"], secondary_indices=["k"])
+    more = pa.table({"p": ["a", "c", "c"], "k": pa.array([7, 8, 9], pa.uint32()), "v": [0, 0, 0]})
+    files = ds._write(more, None, merge_schema=False)[0]
+    wide = ds.schema.set(1, pa.field("k", pa.int64()))
+    with IndexSinks() as sinks:
+        taken = sinks.take(files)
+        assert sinks.sink("k", pa.int64(), taken) is None
+        assert sinks.sink("k", pa.uint64(), taken) is not None
+        assert sinks.sink("k", pa.uint64(), taken[:1]) is None  # not the files taken
+        doc = apply_change(
+            ds.store,
+            ds.document,
+            number=1,
+            parent=0,
+            committed_at="2026-11-24T00:00:00Z",
+            operation="append",
+            schema=wide,
+            add=taken,
+            index_sinks=sinks,
+        )
+    got = _pairs(ds, doc)
+    want = {(1, lbl) for lbl in ds.document.partitions if lbl.startswith("p=a")}
+    want |= {(2, lbl) for lbl in ds.document.partitions if lbl.startswith("p=b")}
+    want |= {(7, fd.label) for fd in files if fd.label.startswith("p=a")}
+    want |= {(v, fd.label) for fd in files if fd.label.startswith("p=c") for v in (8, 9)}
+    assert got == want
