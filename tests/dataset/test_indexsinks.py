@@ -4,6 +4,8 @@ and the commit's index delta is the one built from the files' descriptions (the 
 
 from __future__ import annotations
 
+from unittest import mock
+
 import hypothesis.strategies as st
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -183,3 +185,35 @@ def test_a_widened_index_type_at_commit_reads_the_values_from_the_files() -> Non
     want |= {(7, fd.label) for fd in files if fd.label.startswith("p=a")}
     want |= {(v, fd.label) for fd in files if fd.label.startswith("p=c") for v in (8, 9)}
     assert got == want
+
+
+def test_a_compaction_takes_its_outputs_index_values_into_the_sinks() -> None:
+    """Compaction writes its outputs before the engine runs: their keys go to the sinks
+    as each output is written (the descriptions handed over carry none), and the commit
+    reads no output back to index it."""
+    store = CountingStore(MemoryStore())
+    first = pa.table({"p": ["a", "a"], "k": ["x", "y"], "v": [1, 2]})
+    ds = Dataset.create(store, "d", first, partition_on=["p"], secondary_indices=["k"])
+    for n in range(3):
+        ds = ds.append(pa.table({"p": ["a", "b"], "k": [f"a{n}", f"b{n}"], "v": [n, n]}))
+    taken: list[list[FileDescription]] = []
+    real = rewrite_files
+
+    def spy(*args: object, **kwargs: object) -> object:
+        taken.append(list(kwargs["add"]))  # type: ignore[call-overload]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    store.reset()
+    with mock.patch("parquetry.dataset.compact.rewrite_files", spy):
+        out = ds.compact()
+    assert len(taken) == 1
+    assert taken[0]
+    assert all(not fd.index_values for fd in taken[0])
+    outputs = {fd.key for fd in taken[0]}
+    gets = {k for kind, k in store.log if kind.startswith("get")}
+    assert not outputs & gets  # never read back
+    assert out.version == ds.version + 1
+    assert_index_exact(out, "k")
+    assert sorted(out.read().column("k").to_pylist()) == sorted(
+        ["x", "y", "a0", "b0", "a1", "b1", "a2", "b2"]
+    )

@@ -74,6 +74,9 @@ class IndexSinks:
         out = []
         with self.lock:
             for fd in files:
+                if fd.label in self.labels and not fd.index_values:
+                    out.append(fd)  # taken before (a caller's file handed to the engine)
+                    continue
                 for column, values in fd.index_values.items():
                     t = normalise_type(values.type)
                     sink = self.sinks.get(column)

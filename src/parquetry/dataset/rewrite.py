@@ -24,6 +24,9 @@ both also take ``concurrency=1`` and ``buffer_bytes=BUFFER_BYTES``, see the memo
 - ``add``: files the caller wrote already (upsert's inserts, compaction's outputs), added
   by the same commit. The engine owns them from the call on: it abandons them (deletes
   the files and their intents) with its own when the commit is known not to happen.
+  ``index_sinks``: an :class:`~parquetry.dataset.indexsinks.IndexSinks` that took ``add``
+  as the caller wrote them (so their index values were not held until the commit); the
+  engine takes its own files into it too and closes it.
 - ``operation`` / ``parameters`` (strings, or JSON values) / ``metrics`` are recorded in the
   version (see :meth:`Dataset.history`). The engine counts ``rows_deleted`` (sum of
   ``FileEdit.rows_removed``), ``rows_updated``, ``rows_copied`` (kept rows not updated) and
@@ -213,6 +216,7 @@ def rewrite_files(
     concurrency: int = 1,
     buffer_bytes: int = BUFFER_BYTES,
     check_added: CheckAdded | None = None,
+    index_sinks: IndexSinks | None = None,
 ) -> LoadedState:
     """Rewrite files of ``ds`` and commit once (see the module docstring); the new state.
 
@@ -236,6 +240,7 @@ def rewrite_files(
         concurrency=concurrency,
         buffer_bytes=buffer_bytes,
         check_added=check_added,
+        index_sinks=index_sinks,
     ).state
 
 
@@ -256,14 +261,16 @@ def rewrite(
     concurrency: int = 1,
     buffer_bytes: int = BUFFER_BYTES,
     check_added: CheckAdded | None = None,
+    index_sinks: IndexSinks | None = None,
 ) -> RewriteResult:
     """:func:`rewrite_files`, also saying what it did (for reports such as the CLI's)."""
     from parquetry.dataset.transact import string_parameters
 
     added: list[FileDescription] = list(add)
     # Every added file's index values go into sinks that spill (indexsinks.py) as the file
-    # is written, not held with its description until the commit.
-    with IndexSinks() as sinks:
+    # is written, not held with its description until the commit. A caller that wrote
+    # ``add`` may have taken them into its own sinks already (compaction): the engine's.
+    with index_sinks if index_sinks is not None else IndexSinks() as sinks:
         try:
             added[:] = sinks.take(added)
             params = string_parameters(parameters)
