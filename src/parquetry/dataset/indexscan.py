@@ -9,8 +9,10 @@ literals) in ranged GETs of at most :data:`SCAN_REQUEST_BYTES` of adjacent group
 one row group at a time and keeps only the matching labels (and their file records): the
 result is bounded by the number of files, not of values.
 
-Memory: one request's bytes and one decoded row group (8,192 pairs) per piece searched at a
-time (:data:`SCAN_THREADS`), plus the labels found.
+Memory: one request's bytes and one decoded row group (32,768 pairs in a piece, 8,192 in a
+format-1 index file) per piece searched at a time (:data:`SCAN_THREADS`), plus the labels
+found and their file records. Requests: a 262,144-pair piece of UUID keys (5.4 MB) takes 3
+ranged GETs where it took one GET.
 """
 
 from __future__ import annotations
