@@ -25,7 +25,15 @@ import pyarrow as pa
 from parquetry.dataset import Dataset
 from parquetry.store import LocalStore
 
-__all__ = ["INDEXED_ROW_BYTES", "ROW_BYTES", "big_dataset", "indexed_dataset", "run_limited"]
+__all__ = [
+    "INDEXED_ROW_BYTES",
+    "ROW_BYTES",
+    "big_dataset",
+    "indexed_dataset",
+    "run_limited",
+    "uuid_dataset",
+    "uuid_strings",
+]
 
 #: Decoded bytes per row of :func:`big_dataset` (three int64 columns, ``part`` included).
 ROW_BYTES = 24
@@ -36,16 +44,19 @@ import pyarrow as pa, pyarrow.compute as pc
 from parquetry.dataset import Dataset
 from parquetry.store import LocalStore
 ds = Dataset.open(LocalStore(sys.argv[1]), "m")
-def _vm():
+def _vm(field="VmSize:"):
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmSize:"):
+            if line.startswith(field):
                 return int(line.split()[1]) * 1024
-_limit = _vm() + int(sys.argv[2])
+_vm0 = _vm()
+_limit = _vm0 + int(sys.argv[2])
 resource.setrlimit(resource.RLIMIT_AS, (_limit, _limit))
-_rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# Not ru_maxrss: a child inherits its parent's peak across fork and exec.
+_rss0 = _vm("VmRSS:")
 def report(**values):
-    values["peak_growth"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - _rss0) << 10
+    values["peak_growth"] = _vm("VmHWM:") - _rss0
+    values["vm_peak_growth"] = _vm("VmPeak:") - _vm0
     print(json.dumps(values))
 """
 
@@ -92,6 +103,41 @@ def indexed_dataset(root: Path, files: int, rows_per_file: int) -> Dataset:
                 + [zeros] * 8,
                 schema=schema,
             )
+
+    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    return Dataset.create(
+        LocalStore(root), "m", reader, partition_on=["part"], secondary_indices=["id"]
+    )
+
+
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+def uuid_strings(rng: np.random.Generator, n: int) -> pa.Array:
+    """n random UUID-like texts (36 characters), built as one byte buffer (no Python
+    string per row)."""
+    raw = rng.integers(0, 256, size=(n, 16), dtype=np.uint8)
+    digits = np.empty((n, 32), dtype=np.uint8)
+    digits[:, 0::2] = _HEX[raw >> 4]
+    digits[:, 1::2] = _HEX[raw & 0x0F]
+    text = np.full((n, 36), ord("-"), dtype=np.uint8)
+    for start, stop, dst in ((0, 8, 0), (8, 12, 9), (12, 16, 14), (16, 20, 19), (20, 32, 24)):
+        text[:, dst : dst + stop - start] = digits[:, start:stop]
+    offsets = pa.py_buffer(np.arange(0, 36 * (n + 1), 36, dtype=np.int32).tobytes())
+    return pa.Array.from_buffers(pa.string(), n, [None, offsets, pa.py_buffer(text.tobytes())])
+
+
+def uuid_dataset(root: Path, files: int, rows_per_file: int) -> Dataset:
+    """Columns ``part`` (the partition: one file each), ``id`` (a random UUID text per
+    row, indexed) and ``v`` (``row % 1000``)."""
+    schema = pa.schema([("part", pa.int64()), ("id", pa.string()), ("v", pa.int64())])
+    rng = np.random.default_rng(14)
+    v = pa.array(np.arange(rows_per_file, dtype=np.int64) % 1000)
+
+    def batches() -> Any:
+        for f in range(files):
+            part = pa.array(np.full(rows_per_file, f))
+            yield pa.record_batch([part, uuid_strings(rng, rows_per_file), v], schema=schema)
 
     reader = pa.RecordBatchReader.from_batches(schema, batches())
     return Dataset.create(

@@ -26,6 +26,7 @@ from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.compact_plan import CompactionPlan
 from parquetry.dataset.compact_write import BinaryCopy, BinWriter
 from parquetry.dataset.encrypted import write_options_for
+from parquetry.dataset.indexsinks import IndexSinks
 from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.rewrite import rewrite_files
 from parquetry.dataset.versions import LoadedState
@@ -101,6 +102,7 @@ def _write_outputs(
     write_options: WriteOptions | None,
     progress: Progress | None,
     binary_copy: BinaryCopy = "auto",
+    sinks: IndexSinks | None = None,
 ) -> list[FileDescription]:
     opts = write_options_for(ds.uuid, ds.document.encryption, write_options, ds._decryption)
     writer = BinWriter(
@@ -124,6 +126,10 @@ def _write_outputs(
     try:
         for b in plan.bins:
             outputs.append(writer.write(b.partition, b.files))
+            if sinks is not None:
+                # The output's index values go to the commit's spilling sinks now, not
+                # held until the commit (indexsinks.py).
+                outputs[-1:] = sinks.take(outputs[-1:])
             done += len(b.files)
             if progress is not None:
                 progress(done, total)
@@ -155,10 +161,15 @@ def compact(
     params = _parameters(ds, plan, partitions, keys, min_files)
     if binary_copy not in (True, False, "auto"):
         raise InvalidArgument(f"binary_copy must be True, False or 'auto', got {binary_copy!r}")
-    outputs = _write_outputs(ds, plan, keys, write_options, progress, binary_copy)
+    sinks = IndexSinks()
+    try:
+        outputs = _write_outputs(ds, plan, keys, write_options, progress, binary_copy, sinks)
+    except BaseException:
+        sinks.close()
+        raise
     # Inputs dropped unread, outputs added: the engine commits once, re-applies on a newer
     # version that still has every input, raises CommitConflict naming them otherwise, and
-    # abandons the outputs when the commit is known not to happen.
+    # abandons the outputs when the commit is known not to happen (and closes the sinks).
     return rewrite_files(
         ds,
         (),
@@ -170,6 +181,7 @@ def compact(
         metrics=compaction_metrics(plan, outputs),
         max_retries=max_retries,
         metadata=metadata,
+        index_sinks=sinks,
     )
 
 

@@ -235,14 +235,16 @@ def search_piece(
 ) -> tuple[set[str], int, dict[str, str]]:
     """Labels in one piece matching ``lit``, the GETs it took (0 when the footer's
     statistics exclude the value, 1 for an equality otherwise) and the file records
-    (``files`` texts) the piece holds for them."""
+    (``files`` texts) the piece holds for them. A lookup that would read most of the
+    piece (``!=``, ``is not null``, a wide range) scans it one row group at a time
+    (indexscan.py)."""
+    from parquetry.dataset.indexscan import scan_piece
+
     try:
         got = ranged_table(store, footer, lit)
         if got is None:
-            data = store.get(footer.key)
-            table, used = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False), 1
-        else:
-            table, used = got
+            return scan_piece(store, column, footer, lit, t)
+        table, used = got
     except NotFound:
         raise _missing(column, footer.key) from None
     except MemoryError as exc:

@@ -54,6 +54,7 @@ from parquetry.dataset.indexpieces import (
     search_piece,
     write_piece,
 )
+from parquetry.dataset.indexscan import SCAN_THREADS
 from parquetry.dataset.indexspill import PairSink
 from parquetry.dataset.indices import IndexData, load_index
 from parquetry.dataset.predicates import Literal, eval_array
@@ -266,7 +267,9 @@ class IndexState:
         labels: set[str] = set()
         keys: list[str] = []
         files: dict[str, tuple[str, str]] = {}
-        for found, used_keys, records in store.map_concurrent(one, sources, max_workers=16):
+        # A scan (indexscan.py) holds a request and a row group per piece in flight.
+        threads = 16 if lit.op in ("==", "in") else SCAN_THREADS
+        for found, used_keys, records in store.map_concurrent(one, sources, max_workers=threads):
             labels |= found
             keys += used_keys
             files.update(records)
@@ -276,7 +279,9 @@ class IndexState:
         return labels, keys, files
 
     def all_labels(self, store: Store) -> set[str]:
-        return self.full(store).all_labels()
+        """Every live label (a scan: one row group at a time, not the whole index)."""
+        every = Literal(column=self.column, op="is not null", value=None, type=self.type)
+        return self.lookup(store, every)
 
     def full(self, store: Store) -> IndexData:
         """The whole index, merged, without removed labels (kartothek's index file)."""

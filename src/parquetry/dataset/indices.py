@@ -264,7 +264,26 @@ class IndexLookup:
                 self.requests += used
                 self.keys.extend([self.footer.key] * used)
                 return _from_table(self.column, table, self.footer.key, self.t).lookup(lit)
+        if self._full is None and isinstance(self.ref, str) and lit.op not in ("==", "in"):
+            # A lookup matching most values (!=, is not null, a wide range) scans the file
+            # a row group at a time instead of loading it whole (indexscan.py).
+            return self._scan(self.ref, lit)
         return self.full().lookup(lit)
+
+    def _scan(self, ref: str, lit: Literal) -> set[str]:
+        from parquetry.dataset.indexscan import fetch_footer
+        from parquetry.dataset.indexstate import IndexState
+
+        footer = self.footer
+        if footer is None:
+            footer, used = fetch_footer(self.store, self.column, ref)
+            self.requests += used
+            self.keys.extend([ref] * used)
+        state = IndexState.legacy(self.store, self.column, ref, footer, self.t)
+        labels, keys, _ = state.search_files(self.store, lit)
+        self.requests += len(keys)
+        self.keys.extend(keys)
+        return labels
 
     def _ranged(self, footer: IndexFooter, lit: Literal) -> tuple[pa.Table, int] | None:
         try:

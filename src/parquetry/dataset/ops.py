@@ -8,6 +8,7 @@ commit loop decides whether the result becomes a version.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 
 from parquetry.dataset.commit import now_iso
 from parquetry.dataset.entry import Change, catalog_of, with_catalog
+from parquetry.dataset.indexsinks import IndexSinks, checked_values
 from parquetry.dataset.indexspill import PairSink, label_pairs
 from parquetry.dataset.indexstate import IndexState
 from parquetry.dataset.indexwire import (
@@ -35,7 +37,6 @@ from parquetry.dataset.scope import labels_in_scope, partition_values_of
 from parquetry.dataset.write import FileDescription
 from parquetry.errors import CommitConflict, InvalidArgument
 from parquetry.parquet.files import read_table
-from parquetry.parquet.utf8 import first_invalid
 from parquetry.store import Store
 
 __all__ = [
@@ -48,16 +49,9 @@ __all__ = [
 
 
 def _file_index_values(store: Store, fd: FileDescription, column: str) -> pa.Array:
-    values = _index_values(store, fd, column)
     # A foreign file (commit_files) is not checked when written: a value that is not UTF-8
     # would be committed into the index delta, which every open then rejects.
-    if first_invalid(values) is not None:
-        raise InvalidArgument(
-            f"file {fd.key} (partition {fd.label!r}): a value of indexed column {column!r} "
-            "is not valid UTF-8; nothing is committed",
-            key=fd.key,
-        )
-    return values
+    return checked_values(fd, column, _index_values(store, fd, column))
 
 
 def _index_values(store: Store, fd: FileDescription, column: str) -> pa.Array:
@@ -87,12 +81,14 @@ def apply_change(
     epoch: int | None = None,
     incarnation: str | None = None,
     parameters: Mapping[str, str] | None = None,
+    index_sinks: IndexSinks | None = None,
 ) -> DatasetDocument:
     """The document after removing partitions ``remove`` and adding files ``add``.
 
     Costs O(change): only the removed and added labels are looked up in the base's
     catalog; the result records its :class:`~parquetry.dataset.entry.Change`, which the
-    commit writes as its entry.
+    commit writes as its entry. ``index_sinks``: the index pairs of ``add``, collected as
+    the files were written (their descriptions then carry no values: indexsinks.py).
     """
     cat = catalog_of(base)
     table = base.tables[0] if cat.count else (add[0].table if add else "table")
@@ -110,7 +106,16 @@ def apply_change(
     replace_all = bool(removing) and len(removing) == cat.count and base.version is not None
     new_cat = cat.changed(removing, added, replace_all=replace_all)
     states, deltas, index_set = _index_changes(
-        store, base, schema, add, removing, replace_all, new_indices, index_override, cat.count
+        store,
+        base,
+        schema,
+        add,
+        removing,
+        replace_all,
+        new_indices,
+        index_override,
+        cat.count,
+        index_sinks,
     )
     meta = dict(base.metadata)
     meta.update(metadata or {})
@@ -154,6 +159,7 @@ def _index_changes(
     new_indices: Sequence[str],
     index_override: Mapping[str, IndexData] | None,
     count: int,
+    index_sinks: IndexSinks | None = None,
 ) -> tuple[dict[str, IndexState], dict[str, Any], dict[str, Any] | None]:
     """(new index states, the entry's deltas, its ``set.indices`` or None).
 
@@ -193,10 +199,16 @@ def _index_changes(
             state = state.without_labels(removing)
         before[col] = state
         # File by file into a sink that spills sorted runs: a rewrite of every file of a
-        # large dataset re-adds all its keys, more than memory holds (indexspill.py).
-        with PairSink(t) as sink:
-            for fd in add:
-                sink.add(label_pairs(fd.label, _file_index_values(store, fd, col), t))
+        # large dataset re-adds all its keys, more than memory holds (indexspill.py). A
+        # rewrite filled one as it wrote the files (indexsinks.py); it outlives this commit
+        # attempt (a retry on a newer base encodes it again).
+        given = index_sinks.sink(col, t, add) if index_sinks is not None else None
+        with contextlib.ExitStack() as own:
+            sink = given
+            if sink is None:
+                sink = own.enter_context(PairSink(t))
+                for fd in add:
+                    sink.add(label_pairs(fd.label, _file_index_values(store, fd, col), t))
             if sink.total:
                 deltas[col] = delta = state.encode_sink(
                     store, base.uuid, sink, files=lambda: _file_records(base.uuid, add)

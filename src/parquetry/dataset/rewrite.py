@@ -24,6 +24,9 @@ both also take ``concurrency=1`` and ``buffer_bytes=BUFFER_BYTES``, see the memo
 - ``add``: files the caller wrote already (upsert's inserts, compaction's outputs), added
   by the same commit. The engine owns them from the call on: it abandons them (deletes
   the files and their intents) with its own when the commit is known not to happen.
+  ``index_sinks``: an :class:`~parquetry.dataset.indexsinks.IndexSinks` that took ``add``
+  as the caller wrote them (so their index values were not held until the commit); the
+  engine takes its own files into it too and closes it.
 - ``operation`` / ``parameters`` (strings, or JSON values) / ``metrics`` are recorded in the
   version (see :meth:`Dataset.history`). The engine counts ``rows_deleted`` (sum of
   ``FileEdit.rows_removed``), ``rows_updated``, ``rows_copied`` (kept rows not updated) and
@@ -53,7 +56,9 @@ the rows its edit keeps, or those of the small files in flight) + the buffer + o
 (its sorted copy and encoded output files) per task: **about 3-4x the decoded size of the
 largest file rewritten (or of 4 MiB of small files), plus 4 MiB**, whatever the size of
 the dataset (tested under RLIMIT_AS). The file descriptions collected cost a few hundred
-bytes per file, plus the distinct values of indexed columns.
+bytes per file; the distinct values of indexed columns of each file written go right away
+into the commit's sinks (:mod:`parquetry.dataset.indexsinks`), which spill sorted runs to
+local temporary files past 262,144 pairs per column: about 25 MB at most for UUID texts.
 
 Results are taken in the order of ``labels`` whatever the concurrency, so the outcome (the
 plan, the metrics) does not depend on timing; ``progress`` is called from the calling thread.
@@ -92,6 +97,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from parquetry.dataset.commit import MAX_RETRIES
+from parquetry.dataset.indexsinks import IndexSinks
 from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.rewrite_commit import CheckAdded, commit_rewrite
 from parquetry.dataset.rewrite_walk import (
@@ -210,6 +216,7 @@ def rewrite_files(
     concurrency: int = 1,
     buffer_bytes: int = BUFFER_BYTES,
     check_added: CheckAdded | None = None,
+    index_sinks: IndexSinks | None = None,
 ) -> LoadedState:
     """Rewrite files of ``ds`` and commit once (see the module docstring); the new state.
 
@@ -233,6 +240,7 @@ def rewrite_files(
         concurrency=concurrency,
         buffer_bytes=buffer_bytes,
         check_added=check_added,
+        index_sinks=index_sinks,
     ).state
 
 
@@ -253,33 +261,48 @@ def rewrite(
     concurrency: int = 1,
     buffer_bytes: int = BUFFER_BYTES,
     check_added: CheckAdded | None = None,
+    index_sinks: IndexSinks | None = None,
 ) -> RewriteResult:
     """:func:`rewrite_files`, also saying what it did (for reports such as the CLI's)."""
     from parquetry.dataset.transact import string_parameters
 
     added: list[FileDescription] = list(add)
-    try:
-        params = string_parameters(parameters)
-        read, dropped = _labels(ds, labels, drop)
-        writer = Writer(ds, write_options, buffer_bytes, added)
-        rewritten, unchanged, emptied, counts = walk(
-            ds, read, edit, progress, writer.add, concurrency, operation
+    # Every added file's index values go into sinks that spill (indexsinks.py) as the file
+    # is written, not held with its description until the commit. A caller that wrote
+    # ``add`` may have taken them into its own sinks already (compaction): the engine's.
+    with index_sinks if index_sinks is not None else IndexSinks() as sinks:
+        try:
+            added[:] = sinks.take(added)
+            params = string_parameters(parameters)
+            read, dropped = _labels(ds, labels, drop)
+            writer = Writer(ds, write_options, buffer_bytes, added, sinks)
+            rewritten, unchanged, emptied, counts = walk(
+                ds, read, edit, progress, writer.add, concurrency, operation
+            )
+            writer.flush()
+            recorded = counts.merged(metrics or {})
+        except BaseException:
+            abandon_files(ds.store, ds.uuid, added)
+            raise
+        plan = RewritePlan(
+            rewritten=tuple(rewritten),
+            dropped=tuple(dropped),
+            unchanged=tuple(unchanged),
+            metrics=recorded,
+            emptied=tuple(emptied),
         )
-        writer.flush()
-        recorded = counts.merged(metrics or {})
-    except BaseException:
-        abandon_files(ds.store, ds.uuid, added)
-        raise
-    plan = RewritePlan(
-        rewritten=tuple(rewritten),
-        dropped=tuple(dropped),
-        unchanged=tuple(unchanged),
-        metrics=recorded,
-        emptied=tuple(emptied),
-    )
-    if not plan.removed and not added:
-        return RewriteResult(state=ds._state(), plan=plan, committed=False)
-    state = commit_rewrite(
-        ds, plan.removed, added, operation, params, recorded, metadata, max_retries, check_added
-    )
+        if not plan.removed and not added:
+            return RewriteResult(state=ds._state(), plan=plan, committed=False)
+        state = commit_rewrite(
+            ds,
+            plan.removed,
+            added,
+            operation,
+            params,
+            recorded,
+            metadata,
+            max_retries,
+            check_added,
+            index_sinks=sinks,
+        )
     return RewriteResult(state=state, plan=plan, committed=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from parquetry.dataset.commit import commit, now_iso
+from parquetry.dataset.indexsinks import IndexSinks
 from parquetry.dataset.intents import abandon_files, claim_for_commit
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.ops import apply_change, fit_concurrent_schema
@@ -69,6 +70,7 @@ def commit_rewrite(
     metadata: Mapping[str, Any] | None,
     max_retries: int | None,
     check_added: CheckAdded | None = None,
+    index_sinks: IndexSinks | None = None,
 ) -> LoadedState:
     from parquetry.dataset.upsert_evolve import origin_of
 
@@ -114,6 +116,7 @@ def commit_rewrite(
             remove=remove,
             metadata=metadata,
             parameters=params,
+            index_sinks=index_sinks,
         )
         assert new.version is not None
         return new.evolve(version=replace(new.version, extra=dict(recorded)))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from parquetry.dataset.indexsinks import IndexSinks
 from parquetry.dataset.plan import PlannedFile
 from parquetry.dataset.staleread import read_base_file
 from parquetry.dataset.write import FileDescription
@@ -116,8 +117,10 @@ class Writer:
         write_options: WriteOptions | None,
         buffer_bytes: int,
         added: list[FileDescription],
+        sinks: IndexSinks | None = None,
     ):
         self.ds, self.write_options, self.limit, self.added = ds, write_options, buffer_bytes, added
+        self.sinks = sinks
         self.lock = threading.Lock()
         self.buffer: list[pa.Table] = []
         self.size = 0
@@ -145,7 +148,12 @@ class Writer:
         data = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         files = self.ds._write(data, self.write_options, merge_schema=False)[0]
         with self.lock:
-            self.added.extend(files)
+            at = len(self.added)
+            self.added.extend(files)  # abandoned on failure, the sinks' included
+            if self.sinks is not None:
+                # The index values go to the commit's sinks now, not with the descriptions
+                # (bounded memory, indexsinks.py), in the order of ``added``.
+                self.added[at:] = self.sinks.take(files)
 
     def flush(self) -> None:
         """Write what is buffered (after the last edit)."""
