@@ -29,6 +29,7 @@ from parquetry.dataset.indexfile import (
     _candidate_groups,
     _footer_info,
     _group_range,
+    _keyed,
     _SparseFile,
 )
 from parquetry.dataset.indices import _from_table
@@ -73,9 +74,10 @@ def scan_groups(footer: IndexFooter, lit: Literal) -> list[int]:
     """The row groups of the piece that may hold a value matching ``lit``."""
     info = _footer_info(footer)
     every = list(range(info.md.num_row_groups))
-    if not info.orderable or lit.op in ("is null", "is not null") or info.mins is None:
+    if info.order is None or lit.op in ("is null", "is not null") or info.mins is None:
         return every
-    return _candidate_groups(info, lit)
+    keyed = _keyed(info.order, lit)
+    return every if keyed is None else _candidate_groups(info, keyed)
 
 
 def _runs(md: pq.FileMetaData, groups: list[int], limit: int) -> Iterator[list[int]]:

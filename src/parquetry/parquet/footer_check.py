@@ -62,30 +62,51 @@ def _utf8(names: Iterable[bytes]) -> bool:
     return True
 
 
-def _missing_required(value: Any, spec: Any, where: str) -> str | None:
-    """Where a struct of ``value`` lacks a field parquet.thrift requires, or None.
+def _holds_required(spec: Any) -> bool:
+    if isinstance(spec, tuple):
+        return _holds_required(spec[1])
+    if not isinstance(spec, dict):
+        return False
+    return id(spec) in REQUIRED or any(_holds_required(sub) for sub in spec.values())
+
+
+# Per struct spec: its required fields and the sub-structs that hold any (computed once:
+# the walk runs on every footer a compaction reads, 10,000 of them for tiny files).
+_WALK: dict[int, tuple[tuple[int, ...], tuple[tuple[int, Any], ...]]] = {}
+
+
+def _walk_plan(spec: dict[int, Any]) -> tuple[tuple[int, ...], tuple[tuple[int, Any], ...]]:
+    plan = _WALK.get(id(spec))
+    if plan is None:
+        subs = tuple((f, sub) for f, sub in spec.items() if _holds_required(sub))
+        plan = _WALK[id(spec)] = (REQUIRED.get(id(spec), ()), subs)
+    return plan
+
+
+def _missing_required(value: Any, spec: Any) -> str | None:
+    """Where a struct of ``value`` lacks a field parquet.thrift requires (a path of field
+    ids and list positions), or None.
 
     pyarrow's generated reader refuses such a footer; parquetry's reader keeps whatever is
     there, so the paths that trust it (the binary copy, the staging decode) would accept a
     file every other reader refuses."""
     if isinstance(spec, tuple):
         for i, element in enumerate(value if isinstance(value, list) else []):
-            found = _missing_required(element, spec[1], f"{where}[{i}]")
+            found = _missing_required(element, spec[1])
             if found is not None:
-                return found
+                return f"[{i}]{found}"
         return None
-    if not isinstance(spec, dict) or not isinstance(value, dict):
+    if not isinstance(value, dict):
         return None
-    for field in REQUIRED.get(id(spec), ()):
+    required, subs = _walk_plan(spec)
+    for field in required:
         if field not in value:
-            return f"{where or 'the file metadata'} lacks required field {field}"
-    for field, sub in spec.items():
-        if field in value and not isinstance(sub, str):
-            found = _missing_required(
-                value[field], sub, f"{where}.{field}" if where else str(field)
-            )
+            return f" lacks required field {field}"
+    for field, sub in subs:
+        if field in value:
+            found = _missing_required(value[field], sub)
             if found is not None:
-                return found
+                return f".{field}{found}"
     return None
 
 
@@ -94,9 +115,9 @@ def pyarrow_hazard(raw: RawFooter) -> str | None:
     if raw.dropped_fields:
         return f"{raw.dropped_fields} list(s) or integer(s) of the wrong type or range"
     meta = raw.metadata or {}
-    missing = _missing_required(meta, FILE_META_DATA, "")
+    missing = _missing_required(meta, FILE_META_DATA)
     if missing is not None:
-        return missing
+        return f"the footer{missing}"  # e.g. "the footer.4[0].1[2].3 lacks required field 9"
     if not _utf8(e.get(4, b"") for e in meta.get(2, [])):
         return "column names that are not UTF-8"
     try:
