@@ -18,7 +18,8 @@ Then per row group:
   many files at once through a staging file (:mod:`parquetry.dataset.compact_stage`).
 
 A page failing its CRC or its decompression, or a small row group to be merged that does
-not decode, stops the compaction with InvalidFormat naming the input (nothing committed).
+not decode, or a footer entry that pyarrow cannot parse (the output's footer is parsed before it
+is written), stops the compaction with InvalidFormat naming the input (nothing committed).
 Everything else (another schema, encrypted or malformed files, files kartothek wrote without
 statistics in the document) is decoded and re-encoded by pyarrow with the dataset's write
 options, and those row groups are copied into the same output. Rows do not keep the inputs'
@@ -60,6 +61,7 @@ from parquetry.parquet.footer_memo import FooterMemo
 from parquetry.parquet.rgcopy import (
     DamagedPage,
     RowGroupAssembler,
+    UnreadableFooter,
     copy_check,
     mergeable,
     schema_key,
@@ -231,7 +233,11 @@ class BinCopier:
         label = make_label(partition, new_base_label())
         key = data_key(self.w.uuid, self.w.table, label)
         with self.w.store.open_writer(key, mode=PutMode.CREATE) as sink:
-            acc = self._assemble(files, RowGroupAssembler(self.template, self.created_by, sink))
+            try:
+                out = RowGroupAssembler(self.template, self.created_by, sink)
+                acc = self._assemble(files, out)
+            except UnreadableFooter as exc:
+                raise self._unreadable(files, exc) from None
             self.w.intent.record([key])  # before the commit makes it visible (compact_write)
         stats, values = acc.result()
         return FileDescription(
@@ -245,6 +251,21 @@ class BinCopier:
             index_values=values,
             intent=self.w.intent.id,
         )
+
+    def _unreadable(self, files: Sequence[PlannedFile], exc: UnreadableFooter) -> InvalidFormat:
+        """The error naming the input whose footer pyarrow cannot parse (what it carried
+        into the output's footer: pyarrow reads the inputs only now, on this rare path)."""
+        for f in files:
+            try:
+                pq.read_metadata(pa.BufferReader(self.w.store.get(f.key)))
+            except (OSError, ValueError, pa.ArrowException) as bad:
+                return InvalidFormat(
+                    f"data file {f.key} of partition {f.label!r} is damaged: its footer "
+                    f"does not parse ({bad})",
+                    key=f.key,
+                )
+        keys = [f.key for f in files]
+        return InvalidFormat(f"compacting {keys}: the output's footer does not parse ({exc})")
 
     def _assemble(self, files: Sequence[PlannedFile], out: RowGroupAssembler) -> Accumulator:
         """Write every row of ``files`` into ``out``; the statistics of what was written."""

@@ -31,7 +31,7 @@ from parquetry.dataset.read import READ_ERRORS
 from parquetry.errors import InvalidFormat
 from parquetry.parquet.footer import MAGIC
 from parquetry.parquet.leancopy import LeanAssembler
-from parquetry.parquet.rgcopy import chunk_range
+from parquetry.parquet.rgcopy import chunk_range, repeated_leaves, rows_agree
 from parquetry.parquet.utf8 import check_utf8
 
 __all__ = ["Stager", "lean_read", "stageable"]
@@ -43,8 +43,10 @@ def stageable(meta: dict[int, Any], footer_start: int, leaves: int) -> bool:
     """Whether the row groups of a checked, unencrypted footer ``meta`` (of the output's
     Parquet schema, ``leaves`` leaf columns) can be copied into a staging file: every
     column chunk is described completely and lies between the leading magic and the
-    footer. (Pages are not walked: pyarrow decodes them as it would in the file itself.)"""
+    footer, and each row group's row count agrees with its chunks' value counts. (Pages
+    are not walked: pyarrow decodes them as it would in the file itself.)"""
     try:
+        repeated = repeated_leaves(meta.get(2, []))
         for group in meta.get(4, []):
             chunks = group.get(1, [])
             rows = group.get(3)
@@ -59,7 +61,9 @@ def stageable(meta: dict[int, Any], footer_start: int, leaves: int) -> bool:
                 start, length = chunk_range(cmd)
                 if start < len(MAGIC) or length <= 0 or start + length > footer_start:
                     return False
-    except (AttributeError, TypeError):
+            if not rows_agree(group, repeated):
+                return False  # pyarrow would shift rows between the staged files
+    except (AttributeError, TypeError, ValueError):
         return False
     return True
 

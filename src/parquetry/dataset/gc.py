@@ -2,7 +2,8 @@
 
 A version is *retained* while it is the newest one or was current at some point within the
 retention period (its successor was committed less than ``retention`` ago): a reader may
-still be using it. GC
+still be using it. So is the version the kartothek pointer names (a stale pointer, whose
+publication failed after its commit): kartothek readers use it. GC
 
 1. reaps write intents (:mod:`parquetry.dataset.intents`) whose lease ended more than
    ``retention`` (plus the clock-skew allowance) ago: a compare-and-swap marks each one
@@ -233,13 +234,14 @@ def _head_keys(store: Store, uuid: str) -> set[str]:
         return set()
 
 
-def _pointer_keys(store: Store, uuid: str) -> tuple[set[str], bool]:
-    """(keys the pointer references, whether another tool wrote it)."""
+def _pointer_keys(store: Store, uuid: str) -> tuple[set[str], bool, int | None]:
+    """(keys the pointer references, whether another tool wrote it, its version)."""
     try:
         pointer, _, _ = read_pointer(store, uuid)
     except (NotFound, MetadataCorrupted):
-        return set(), False
-    return referenced_keys(pointer), pointer.version is None
+        return set(), False, None
+    number = pointer.version.number if pointer.version is not None else None
+    return referenced_keys(pointer), pointer.version is None, number
 
 
 def as_retention(retention: object) -> dt.timedelta:
@@ -281,16 +283,23 @@ def garbage_collect(
     vs = _read_versions(store, uuid)
     infos = {n: version_info(v) for n, v in vs.items()}
     live = sorted(n for n, v in vs.items() if v[0] != "tombstone")
+    pointer_keys, foreign, pointer_version = _pointer_keys(store, uuid)
     retained: list[int] = []
     expired: list[int] = []
     for i, n in enumerate(live):
         successor = infos[live[i + 1]] if i + 1 < len(live) else None
-        if successor is None or _parse_time(successor.committed_at) > cutoff:
+        # The version a stale pointer names (its publication failed after the commit) stays
+        # until the pointer moves on: its files are kept for kartothek readers, and a
+        # tombstone would forget them, so no later GC could collect them.
+        if (
+            successor is None
+            or _parse_time(successor.committed_at) > cutoff
+            or n == pointer_version
+        ):
             retained.append(n)
         else:
             expired.append(n)
     keep = _keys_of_range(store, uuid, vs, retained)
-    pointer_keys, foreign = _pointer_keys(store, uuid)
     keep |= pointer_keys
     dropped = _keys_of_range(store, uuid, vs, expired)
     for files in reaped.values():

@@ -16,7 +16,7 @@ import contextlib
 import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -333,6 +333,10 @@ def _in_expression(lit: Literal, field: pc.Expression) -> pc.Expression:
 
 def _literal_expression(lit: Literal) -> pc.Expression:
     field = pc.field(lit.column)
+    if pa.types.is_float16(lit.type):
+        # Arrow has no float16 comparison kernels; float32 holds every float16 exactly.
+        field = field.cast(pa.float32())
+        lit = replace(lit, type=pa.float32())
     if lit.op == "is null":
         return field.is_null()
     if lit.op == "is not null":

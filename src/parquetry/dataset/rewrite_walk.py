@@ -3,7 +3,8 @@
 Part of :mod:`parquetry.dataset.rewrite` (its docstring states the interface, the memory
 bound and the failure rules); this module reads each label's file, calls the ``edit``
 function and hands the rows it keeps to a buffered writer, ``concurrency`` files at a time,
-taking the results in order so that the outcome does not depend on timing.
+taking the results in order, and handing the kept rows to the writer in the order of the
+files, so that the outcome (plans, metrics, output files) does not depend on timing.
 """
 
 from __future__ import annotations
@@ -210,15 +211,17 @@ def walk(
     if concurrency < 1:
         raise InvalidArgument(f"concurrency must be >= 1, got {concurrency}")
 
-    def one(label: str) -> _Done:
+    in_order = _InOrder(on_edit)
+
+    def one(index: int, label: str) -> _Done:
         # A file garbage collected meanwhile is a stale base (BaseCollected), not corruption.
         table = read_base_file(ds, planned(ds, label), operation)
         decided = _check_edit(edit(label, table), label, ds)
         del table  # the input is not needed while its output is written
+        in_order(index, decided)
         if decided is None:
             return _Done(label, changed=False)
         kept = decided.keep.num_rows if decided.keep is not None else 0
-        on_edit(decided)
         return _Done(label, True, decided.rows_removed, decided.rows_updated, kept)
 
     counts = Counts()
@@ -245,21 +248,21 @@ def walk(
     if not any(a + b <= parallel_bytes for a, b in itertools.pairwise(sizes)):
         # No two files would be in flight together: no worker threads either (each thread's
         # stack counts against an address-space limit).
-        for label in read:
-            collect(one(label))
+        for index, label in enumerate(read):
+            collect(one(index, label))
         return rewritten, unchanged, emptied, counts
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         pending: deque[tuple[Future[_Done], int]] = deque()
         held = 0  # decoded bytes (estimated) of the files in flight
         try:
-            for label, size in zip(read, sizes, strict=True):
+            for index, (label, size) in enumerate(zip(read, sizes, strict=True)):
                 # A file joins the ones in flight only while they fit the budget together:
                 # large files go one at a time (the memory bound of concurrency 1).
                 while pending and (len(pending) >= concurrency or held + size > parallel_bytes):
                     future, done_size = pending.popleft()
                     held -= done_size
                     collect(future.result())
-                pending.append((pool.submit(one, label), size))
+                pending.append((pool.submit(one, index, label), size))
                 held += size
             while pending:
                 collect(pending.popleft()[0].result())
@@ -269,6 +272,28 @@ def walk(
             wait([future for future, _ in pending])
             raise
     return rewritten, unchanged, emptied, counts
+
+
+class _InOrder:
+    """Hands the edits to ``on_edit`` in the order of their files, whichever worker finishes
+    first (an edit that comes early waits for the ones before it): the writer buffers and
+    groups kept rows in that order, so the output files, their sizes and the commit's
+    metrics do not depend on timing. ``on_edit`` runs under the lock: one at a time."""
+
+    def __init__(self, on_edit: Callable[[FileEdit], None]):
+        self.on_edit = on_edit
+        self.lock = threading.Lock()
+        self.next = 0
+        self.parked: dict[int, FileEdit | None] = {}
+
+    def __call__(self, index: int, decided: FileEdit | None) -> None:
+        with self.lock:
+            self.parked[index] = decided
+            while self.next in self.parked:
+                ready = self.parked.pop(self.next)
+                self.next += 1
+                if ready is not None:
+                    self.on_edit(ready)
 
 
 def _decoded_size(ds: Dataset, label: str, width: int) -> int:

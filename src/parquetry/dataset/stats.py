@@ -92,6 +92,10 @@ def compute_stats(table: pa.Table, *, source: str | None = None) -> dict[str, Co
         if pa.types.is_dictionary(t):
             column = column.cast(t.value_type)
             t = t.value_type
+        if pa.types.is_float16(t):
+            # pyarrow has no min_max (nor is_nan) kernel for float16; float32 holds every
+            # float16 value exactly.
+            column = column.cast(pa.float32())
         if _supported(t) and nulls < len(column):
             if pa.types.is_floating(t) and pc.any(pc.is_nan(column)).as_py():
                 lo = hi = None

@@ -33,9 +33,12 @@ from parquetry.parquet.thrift_schema import FILE_META_DATA, PAGE_HEADER
 __all__ = [
     "DamagedPage",
     "RowGroupAssembler",
+    "UnreadableFooter",
     "chunk_range",
     "copy_check",
     "mergeable",
+    "repeated_leaves",
+    "rows_agree",
     "walk_pages",
 ]
 
@@ -52,6 +55,52 @@ _ELEMENT_FIELDS = (1, 2, 3, 4, 5, 6, 7, 8, 10)
 #: Parquet codecs whose pages are test-decompressed before being copied (LZO and the
 #: Hadoop-framed LZ4 have no pyarrow codec of that exact framing: checked by CRC only).
 _CODECS = {1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4_raw"}
+
+
+class UnreadableFooter(ValueError):
+    """The assembled footer does not parse in pyarrow: an input carried a malformed struct
+    parquetry's reader accepts (a PageEncodingStats without its required count...)."""
+
+
+def repeated_leaves(elements: list[dict[int, Any]]) -> list[bool]:
+    """For each leaf of a footer's schema (depth-first), whether it or an ancestor repeats."""
+    out: list[bool] = []
+    stack: list[tuple[int, bool]] = []  # (children left, repeated) of open groups
+    for i, element in enumerate(elements):
+        repeated = (bool(stack) and stack[-1][1]) or (i > 0 and element.get(3) == 2)
+        if stack:
+            left, parent = stack.pop()
+            if left > 1:
+                stack.append((left - 1, parent))
+        children = element.get(5) or 0
+        if i == 0 or children:
+            stack.append((children, repeated))
+        else:
+            out.append(repeated)
+    return out
+
+
+def rows_agree(group: dict[int, Any], repeated: Sequence[bool]) -> bool:
+    """Whether a row group's row count agrees with its column chunks' value counts: a flat
+    leaf holds exactly one value (or null) per row, a repeated one at least one. pyarrow
+    trusts the row count of a file whose chunks say otherwise: rows of a staging file or a
+    copied row group would shift between files, or vanish."""
+    rows = group[3]
+    return all(
+        (chunk[3][5] >= rows) if rep else (chunk[3][5] == rows)
+        for chunk, rep in zip(group[1], repeated, strict=True)
+    )
+
+
+def _check_footer(footer: bytes) -> None:
+    """Parse an assembled footer as readers will (pyarrow's Thrift reader: about 50 µs)."""
+    import pyarrow.parquet as pq
+
+    tail = struct.pack("<i", len(footer)) + MAGIC
+    try:
+        pq.read_metadata(pa.BufferReader(MAGIC + footer + tail))
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise UnreadableFooter(str(exc)) from None
 
 
 class DamagedPage(ValueError):
@@ -167,6 +216,7 @@ def copy_check(
         return "schema differs"
     paths = expected[0]
     leaves = sum(1 for e in paths[1:] if not e[4])
+    repeated = repeated_leaves(meta.get(2, []))
     for n, group in enumerate(meta.get(4, [])):
         chunks = group.get(1, [])
         if len(chunks) != leaves or not isinstance(group.get(3), int) or group[3] < 0:
@@ -192,6 +242,8 @@ def copy_check(
                 # mergeable() decides from the footer: an undeclared dictionary page would
                 # be concatenated into the middle of a merged chunk.
                 return f"a column chunk of row group {n} has an undeclared dictionary page"
+        if not rows_agree(group, repeated):
+            return f"the value counts of row group {n} contradict its {group[3]} rows"
     return None
 
 
@@ -319,6 +371,7 @@ class RowGroupAssembler:
             if field in t:
                 meta[field] = t[field]
         footer = write_struct(meta, FILE_META_DATA)
+        _check_footer(footer)
         self._emit(footer + struct.pack("<i", len(footer)) + MAGIC)
         data, self.out = self.out, bytearray()
         return data  # not copied: without a sink, the output is the largest thing held
