@@ -69,7 +69,7 @@ def write_kartothek_index(
         with pq.ParquetWriter(out, schema, compression="snappy") as writer:
             written = False
             for chunk in live_chunks(store, uuid, state, run_pairs=run_pairs):
-                values, labels = _grouped(chunk)
+                values, labels = _grouped(_unsigned_zero(chunk))
                 held.append(pa.Table.from_arrays([values, labels], schema=schema))
                 rows += len(values)
                 if rows >= row_group:
@@ -93,6 +93,18 @@ def write_kartothek_index(
         except AlreadyExists:
             created += dt.timedelta(microseconds=1)
     raise MetadataCorrupted(f"could not find a free index file name for {state.column!r}")
+
+
+def _unsigned_zero(chunk: pa.Table) -> pa.Table:
+    """-0.0 as 0.0: kartothek loads the file into a dict, where the two are one key, so two
+    rows would leave one of them (and its labels) out. A merge chunk never splits them:
+    neither sorts before the other."""
+    values = chunk.column("value")
+    if not pa.types.is_floating(values.type):
+        return chunk
+    zero = pa.scalar(0, values.type)
+    fixed = pc.if_else(pc.equal(values, zero), zero, values)
+    return chunk.set_column(chunk.schema.get_field_index("value"), "value", fixed)
 
 
 @dataclass(frozen=True, slots=True)
