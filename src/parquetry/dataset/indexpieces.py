@@ -28,11 +28,14 @@ from parquetry.dataset.piecefiles import FILES_COLUMN, attach_records, matched_r
 from parquetry.dataset.predicates import Literal, eval_array
 from parquetry.errors import (
     AlreadyExists,
+    InvalidFormat,
     MetadataCorrupted,
     NotFound,
     ParquetryError,
     out_of_memory,
 )
+from parquetry.parquet.footer import footer_from_tail
+from parquetry.parquet.footer_check import pyarrow_hazard
 from parquetry.store import PutMode, Store
 
 __all__ = [
@@ -40,6 +43,7 @@ __all__ = [
     "normalise_pairs",
     "pairs_schema",
     "piece_metadata",
+    "check_foreign_footer",
     "piece_pairs",
     "read_piece",
     "iter_piece_tables",
@@ -101,6 +105,25 @@ def piece_metadata(footer: IndexFooter) -> pq.FileMetaData:
             f"{footer.key}: the cached footer of the index piece is not Parquet ({exc})",
             key=footer.key,
         ) from None
+
+
+def check_foreign_footer(footer: IndexFooter) -> None:
+    """Refuse the tail of an index file another tool wrote (kartothek, format 1) before
+    pyarrow parses it: pyarrow ``std::terminate``s (SIGABRT) on some damaged column-chunk
+    metadata (footer_check.py). Pieces' tails come from parquetry's own writes and are not
+    checked (0.8 ms per footer, every lookup that evicts them from the parse cache).
+
+    Raises:
+        MetadataCorrupted: naming the file.
+    """
+    try:
+        hazard = pyarrow_hazard(footer_from_tail(footer.tail, footer.size, footer.key))
+    except InvalidFormat as exc:
+        hazard = str(exc)
+    if hazard is not None:
+        raise MetadataCorrupted(
+            f"{footer.key}: not a readable index file ({hazard})", key=footer.key
+        )
 
 
 def piece_pairs(footer: IndexFooter) -> int:
@@ -245,6 +268,13 @@ def search_piece(
         if got is None:
             return scan_piece(store, column, footer, lit, t)
         table, used = got
+        if table.num_rows == 0:
+            return set(), used, {}
+        # Decoding the labels is part of reading the piece: a damaged page can hold bytes
+        # that are not UTF-8 (a raw UnicodeDecodeError otherwise).
+        index = _from_table(column, table, footer.key, t)
+        found = index.lookup(lit)
+        records = matched_records(table, eval_array(lit, index.values)) if found else {}
     except NotFound:
         raise _missing(column, footer.key) from None
     except MemoryError as exc:
@@ -253,11 +283,6 @@ def search_piece(
         if isinstance(exc, ParquetryError):
             raise
         raise _unreadable(column, footer.key, exc) from None
-    if table.num_rows == 0:
-        return set(), used, {}
-    index = _from_table(column, table, footer.key, t)
-    found = index.lookup(lit)
-    records = matched_records(table, eval_array(lit, index.values)) if found else {}
     return found, used, records
 
 

@@ -47,6 +47,7 @@ from parquetry.dataset.indexdelta import (
 )
 from parquetry.dataset.indexfile import IndexFooter, footer_of, may_hold
 from parquetry.dataset.indexpieces import (
+    check_foreign_footer,
     normalise_pairs,
     pairs_schema,
     piece_metadata,
@@ -147,6 +148,7 @@ class IndexState:
             if len(data) < 12 or data[-4:] != b"PAR1":
                 raise MetadataCorrupted(f"{ref}: not a Parquet index file", key=ref)
             footer = footer_of(ref, data)
+        check_foreign_footer(footer)  # before pyarrow parses it (it may abort)
         piece_metadata(footer)  # validate now, not at the first lookup
         return replace(state, pieces=(footer,))
 

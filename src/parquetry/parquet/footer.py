@@ -29,6 +29,7 @@ __all__ = [
     "EncryptedColumn",
     "RawFooter",
     "footer_from_bytes",
+    "footer_from_tail",
     "footer_from_file",
     "footer_from_store",
 ]
@@ -177,6 +178,12 @@ def _read_tail(fetch: Callable[[int, int], bytes], size: int, name: str) -> RawF
         if len(tail) < needed <= size - 4:
             tail = fetch(size - needed, start) + tail
     return _parse(tail, size, name)
+
+
+def footer_from_tail(tail: bytes, file_size: int, name: str = "<tail>") -> RawFooter:
+    """Parse a footer from the end of a ``file_size``-byte file: ``tail`` holds at least
+    the footer, its length and the magic (an index file's cached tail)."""
+    return _parse(tail, file_size, name)
 
 
 def footer_from_bytes(data: bytes | bytearray | memoryview, name: str = "<bytes>") -> RawFooter:
