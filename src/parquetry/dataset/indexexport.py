@@ -138,9 +138,13 @@ def live_chunks(
                 continue
             for part in _piece_pairs(store, state, footer, dead):
                 sink.add(part)
-                low, high = _widen(low, high, part)
+                if ranged:
+                    low, high = _widen(low, high, part)
         sink.add(state.tail)
-        low, high = _widen(low, high, state.tail)
+        if ranged:
+            # Only ranged types: as_py of a timestamp of year 1 in a zone west of UTC
+            # raises OverflowError (and the bounds of other types are not used).
+            low, high = _widen(low, high, state.tail)
         if sink.total:
             bounds = (low, high) if ranged else (None, None)
             streams.append(_Stream(lambda: _sink_chunks(sink), *bounds))

@@ -316,10 +316,14 @@ def _gap_expression(op: str, field: pc.Expression, gap: Gap) -> pc.Expression:
 def _in_expression(lit: Literal, field: pc.Expression) -> pc.Expression:
     exact = [r for r in (representation(v, lit.type) for v in lit.value) if not isinstance(r, Gap)]
     floating = pa.types.is_floating(lit.type)
-    values = [r.as_py() for r in exact]
-    nan = floating and any(is_nan(v) for v in values)
+    # The scalars themselves, not their Python values: a timestamp of year 1 in a zone west
+    # of UTC has no Python datetime (as_py raised a raw OverflowError).
+    values: list[Any] = list(exact)
+    nan = False
     if floating:
         # Arrow's is_in compares bit patterns: -0.0 misses 0.0, NaN matches NaN.
+        values = [r.as_py() for r in exact]
+        nan = any(is_nan(v) for v in values)
         values = [v for v in values if not is_nan(v)]
         if any(v == 0 for v in values):
             values += [0.0, -0.0]

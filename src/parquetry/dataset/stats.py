@@ -106,6 +106,10 @@ def compute_stats(table: pa.Table, *, source: str | None = None) -> dict[str, Co
                     hi = encode_value(mm["max"].as_py(), t)
                 except UnicodeDecodeError:
                     raise _not_utf8(column, name, source) from None
+                except OverflowError:
+                    # A timestamp of year 1 in a zone west of UTC (or of 9999 east of it)
+                    # has no Python datetime: no statistics, the file is never pruned.
+                    lo = hi = None
                 if lo is None or hi is None:
                     lo = hi = None
         out[name] = [lo, hi, nulls]
