@@ -212,7 +212,14 @@ def upsert(
     run again on the newest version, up to ``max_retries`` times (None: no limit), then
     raises CommitConflict naming the files."""
     from parquetry.dataset.dataset import Dataset
+    from parquetry.dataset.write import iter_input
 
+    if not isinstance(data, pa.Table | pa.RecordBatch):
+        # A reader or an iterator is consumed by the first attempt: a re-run read no rows
+        # and committed nothing (the rows were lost, and the upsert reported success).
+        # Held in memory anyway (source_table), so read once.
+        schema, batches = iter_input(data)
+        data = pa.Table.from_batches(list(batches), schema=schema)
     attempt = 0
     while True:
         try:
