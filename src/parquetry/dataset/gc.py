@@ -290,11 +290,15 @@ def garbage_collect(
         successor = infos[live[i + 1]] if i + 1 < len(live) else None
         # The version a stale pointer names (its publication failed after the commit) stays
         # until the pointer moves on: its files are kept for kartothek readers, and a
-        # tombstone would forget them, so no later GC could collect them.
+        # tombstone would forget them, so no later GC could collect them. So does every
+        # later version: retained versions are one consecutive range (their keys are the
+        # first one's state plus the later ones' changes, their chains run from the
+        # first), and expiring those between the pointer's and the head deleted files the
+        # head still has and entries its state is replayed through.
         if (
             successor is None
             or _parse_time(successor.committed_at) > cutoff
-            or n == pointer_version
+            or (pointer_version is not None and n >= pointer_version)
         ):
             retained.append(n)
         else:
