@@ -25,6 +25,7 @@ from parquetry.dataset import indexpieces
 from parquetry.dataset.indexfile import footer_of
 from parquetry.dataset.indexpieces import search_piece, write_piece
 from parquetry.dataset.indexscan import scan_piece
+from parquetry.dataset.indices import IndexLookup
 from parquetry.dataset.predicates import Literal
 from parquetry.errors import MetadataCorrupted
 from parquetry.store import MemoryStore
@@ -91,10 +92,8 @@ def test_a_foreign_index_file_with_a_bad_chunk_type_is_named_not_an_abort() -> N
     assert lines[3] == "== found ['p=0/b']", lines[3]
 
 
-def test_a_piece_whose_labels_are_not_utf8_is_named() -> None:
-    # The labels of a ranged read were decoded outside search_piece's error translation:
-    # a piece whose label bytes are not UTF-8 (a damaged page, another writer) raised a raw
-    # UnicodeDecodeError out of the lookup instead of naming the piece.
+def _not_utf8_index() -> bytes:
+    """An index file (``k``, ``partition``) whose label of value 2 is not UTF-8."""
     labels = pa.array([b"aa", b"\xb7\xb7", b"cc"], pa.binary()).view(pa.string())
     table = pa.table(
         {
@@ -104,10 +103,31 @@ def test_a_piece_whose_labels_are_not_utf8_is_named() -> None:
     )
     sink = io.BytesIO()
     pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def test_a_foreign_index_file_whose_labels_are_not_utf8_is_named() -> None:
+    # IndexLookup (format-1/kartothek index files) turned the labels of a whole or ranged
+    # read into Python strings outside any error translation: a raw UnicodeDecodeError.
+    store = MemoryStore()
+    data = _not_utf8_index()
+    store.put(KEY, data)
+    for footer in (None, footer_of(KEY, data)):
+        for op, value in [("==", 2), ("in", (2, 3)), ("!=", 1), ("<", 3)]:
+            lookup = IndexLookup(store, "k", KEY, footer, pa.int64())
+            with pytest.raises(MetadataCorrupted, match=KEY):
+                lookup.lookup(Literal(column="k", op=op, value=value, type=pa.int64()))
+
+
+def test_a_piece_whose_labels_are_not_utf8_is_named() -> None:
+    # The labels of a ranged read were decoded outside search_piece's error translation:
+    # a piece whose label bytes are not UTF-8 (a damaged page, another writer) raised a raw
+    # UnicodeDecodeError out of the lookup instead of naming the piece.
+    data = _not_utf8_index()
     store = MemoryStore()
     key = "u/_indices/k/bad.parquet"
-    store.put(key, sink.getvalue())
-    footer = footer_of(key, sink.getvalue())
+    store.put(key, data)
+    footer = footer_of(key, data)
     for op in ("!=", "==", "in", "is not null"):
         # Every lookup matches the label that is not UTF-8 (value 2).
         value: Any = {"!=": 1, "==": 2, "in": (2, 3), "is not null": None}[op]

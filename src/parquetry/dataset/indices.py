@@ -251,6 +251,18 @@ class IndexLookup:
         return lookup
 
     def lookup(self, lit: Literal) -> set[str]:
+        try:
+            return self._lookup(lit)
+        except UnicodeDecodeError as exc:
+            # Labels of an index file another tool wrote (or a damaged page) that are not
+            # UTF-8: decoded by Arrow only when turned into Python strings.
+            key = self.ref if isinstance(self.ref, str) else f"index of {self.column!r}"
+            raise MetadataCorrupted(
+                f"{key}: a label of the index of column {self.column!r} is not UTF-8 ({exc})",
+                key=key,
+            ) from None
+
+    def _lookup(self, lit: Literal) -> set[str]:
         if self._state is not None and self._full is None:
             labels, keys, files = self._state.search_files(self.store, lit)
             self.requests += len(keys)
