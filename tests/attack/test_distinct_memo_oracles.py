@@ -46,7 +46,7 @@ def _column(draw: st.DrawFn) -> pa.Array | pa.ChunkedArray:
     return pa.chunked_array([pa.array(values[a:b], t) for a, b in itertools.pairwise(bounds)], t)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(column=_column(), offset=st.integers(0, 3))
 def test_count_distinct_equals_pyarrows(column: pa.Array | pa.ChunkedArray, offset: int) -> None:
     column = column.slice(min(offset, len(column)))
@@ -80,7 +80,7 @@ FOOTERS = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(
     which=st.sampled_from(range(len(FOOTERS))),
     changes=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=3),
