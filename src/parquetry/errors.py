@@ -37,6 +37,7 @@ __all__ = [
     "ResourceExhausted",
     "SchemaMismatch",
     "SchemaViolation",
+    "SpillFailed",
     "StoreUnavailable",
     "UnknownColumn",
     "UnsafePath",
@@ -162,6 +163,23 @@ class StoreUnavailable(ParquetryError, OSError):
 
 class InvalidArgument(ParquetryError, ValueError):
     """An argument is out of range or of the wrong kind; raised before any I/O."""
+
+
+class SpillFailed(ParquetryError, OSError):
+    """Local scratch space could not be used: the directory to spill to (an external sort
+    past memory) could not be created in the temporary directory, or a file in it could not
+    be written. The dataset is not at fault and was left as it was; point ``TMPDIR`` at a
+    writable directory with room and retry.
+
+    Args:
+        path: The directory (or file) that could not be created or written.
+        reason: The operating system's answer (``Permission denied``, ``Not a directory``).
+    """
+
+    def __init__(self, message: str = "", *, path: str | None = None, reason: str = ""):
+        super().__init__(message)
+        self.path = path
+        self.reason = reason
 
 
 # --- parquet file layer ------------------------------------------------------------------

@@ -28,8 +28,7 @@ import pyarrow.compute as pc
 
 from parquetry.dataset.indexfile import IndexFooter
 from parquetry.dataset.indexpieces import normalise_pairs, pairs_schema, write_piece
-from parquetry.dataset.spilldir import SpillDir
-from parquetry.errors import ParquetryError
+from parquetry.dataset.spilldir import SpillDir, spill_failed
 from parquetry.store import Store
 
 __all__ = ["MERGE_BATCH", "PIECE_MAX_PAIRS", "RUN_PAIRS", "PairSink", "label_pairs"]
@@ -106,19 +105,14 @@ class PairSink:
         if self._dir is None:
             # Named and locked so that a sink of a later process reclaims it when this
             # process is killed before close (spilldir.py).
-            try:
-                self._dir = SpillDir()
-            except OSError as exc:
-                raise ParquetryError(
-                    f"creating a directory to spill index pairs failed: {exc}"
-                ) from None
+            self._dir = SpillDir()  # SpillFailed names the directory and the reason
         path = os.path.join(self._dir.name, f"run{len(self.runs)}.arrow")
         try:
             with pa.OSFile(path, "wb") as f, pa.ipc.new_file(f, run.schema) as w:
                 for batch in run.to_batches(max_chunksize=MERGE_BATCH):
                     w.write_batch(batch)
         except OSError as exc:
-            raise ParquetryError(f"spilling index pairs to {path} failed: {exc}") from None
+            raise spill_failed(f"spilling index pairs to {path}", path, exc) from exc
         self.runs.append(path)
 
     def write(

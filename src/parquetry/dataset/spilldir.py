@@ -22,13 +22,15 @@ import tempfile
 import time
 from typing import Any
 
+from parquetry.errors import SpillFailed
+
 fcntl: Any
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["CREATING_GRACE", "PREFIX", "SpillDir", "reclaim_spill_dirs"]
+__all__ = ["CREATING_GRACE", "PREFIX", "SpillDir", "reclaim_spill_dirs", "spill_failed"]
 
 PREFIX = "parquetry-index-"
 LOCK = ".lock"
@@ -40,20 +42,49 @@ CREATING_GRACE = 60.0
 
 
 class SpillDir:
-    """A temporary directory locked by this process until :meth:`cleanup`."""
+    """A temporary directory locked by this process until :meth:`cleanup`.
+
+    Raises :class:`~parquetry.errors.SpillFailed` naming the directory when it cannot be
+    created (the temporary directory is read-only, full, or not a directory)."""
 
     def __init__(self) -> None:
-        reclaim_spill_dirs()
-        self.name = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")
-        self._fd: int | None = os.open(os.path.join(self.name, LOCK), os.O_CREAT | os.O_RDWR)
-        if fcntl is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            parent = tempfile.gettempdir()
+        except OSError as exc:  # no usable temporary directory at all
+            raise spill_failed("finding a temporary directory to spill to", None, exc) from exc
+        reclaim_spill_dirs(parent)
+        try:
+            self.name = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=parent)
+        except OSError as exc:
+            raise spill_failed(f"creating a spill directory in {parent}", parent, exc) from exc
+        lock = os.path.join(self.name, LOCK)
+        fd = -1
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR)
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            # Not left for a later reclaim: nothing of it is in use yet.
+            if fd >= 0:
+                os.close(fd)
+            shutil.rmtree(self.name, ignore_errors=True)
+            raise spill_failed(f"locking the spill directory {self.name}", lock, exc) from exc
+        self._fd: int | None = fd
 
     def cleanup(self) -> None:
         shutil.rmtree(self.name, ignore_errors=True)
         if self._fd is not None:
             os.close(self._fd)  # releases the lock, after the directory is gone
             self._fd = None
+
+
+def spill_failed(doing: str, path: str | None, exc: OSError) -> SpillFailed:
+    """The :class:`SpillFailed` for ``exc`` (keeping its ``errno``, so a full disk can be
+    told from a read-only one) with a message naming ``path`` and the reason."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    err = SpillFailed(f"{doing} failed: {reason}", path=path, reason=reason)
+    err.errno = exc.errno
+    return err
 
 
 def reclaim_spill_dirs(parent: str | None = None) -> list[str]:
