@@ -116,14 +116,18 @@ def test_failed_writes_leave_no_temporary_files(tmp_path: Path) -> None:
     assert files_on_disk(store.root) == ["a/k"]
 
 
+#: A temporary name the store itself could have made (only those are ever removed).
+CRASHED = ".parquetry-tmp-" + "c" * 32
+
+
 def test_crashed_writer_leftovers_are_harmless(tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "s")
     store.put("d/x", b"1")
     store.put("top", b"2")
-    (store.root / ".parquetry-tmp-crashed").write_bytes(b"partial")
-    (store.root / "d" / ".parquetry-tmp-crashed").write_bytes(b"partial")
+    (store.root / CRASHED).write_bytes(b"partial")
+    (store.root / "d" / CRASHED).write_bytes(b"partial")
     (store.root / "e").mkdir()
-    (store.root / "e" / ".parquetry-tmp-crashed").write_bytes(b"partial")
+    (store.root / "e" / CRASHED).write_bytes(b"partial")
     assert sorted(m.key for m in store.list()) == ["d/x", "top"]
     assert store.list_dir("").prefixes == ("d",)  # "e" holds no object
     assert [m.key for m in store.list_dir("").objects] == ["top"]
@@ -131,12 +135,12 @@ def test_crashed_writer_leftovers_are_harmless(tmp_path: Path) -> None:
     assert store.get("d/x") == b"3"
     # A recent temporary file may belong to a live writer: it stays, the prefix hides.
     store.delete("d/x")
-    assert (store.root / "d" / ".parquetry-tmp-crashed").exists()
+    assert (store.root / "d" / CRASHED).exists()
     assert store.list_dir("").prefixes == ()
     # An old one is a leftover: removed with the directory it kept alive.
     store.put("d/y", b"4")
     old = time.time() - 2 * 3600
-    os.utime(store.root / "d" / ".parquetry-tmp-crashed", (old, old))
+    os.utime(store.root / "d" / CRASHED, (old, old))
     store.delete("d/y")
     assert not (store.root / "d").exists()
 

@@ -143,6 +143,7 @@ def gc(
                 "deleted": [{"key": k, "size": s} for k, s in result.deleted],
                 "expired_versions": list(result.expired_versions),
                 "retained_versions": list(result.retained_versions),
+                "temporaries": list(result.temporaries),
             }
         )
         return
@@ -153,6 +154,11 @@ def gc(
         f"{ref.name}: {verb} {len(result.deleted)} objects, "
         f"{human_bytes(result.bytes)} ({result.bytes} bytes)"
         + (f"; expired versions {list(result.expired_versions)}" if result.expired_versions else "")
+        + (
+            f"; {len(result.temporaries)} temporary files of killed writers"
+            if result.temporaries
+            else ""
+        )
     )
 
 

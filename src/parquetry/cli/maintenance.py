@@ -54,6 +54,11 @@ class DryRunStore(WrapperStore):
             self.inner._head(key)  # raises NotFound exactly like the real delete would
         self.deleted.append(key)
 
+    def _remove_stale_temporaries(
+        self, prefix: str, older_than: float | None, recursive: bool, remove: bool
+    ) -> list[str]:
+        return super()._remove_stale_temporaries(prefix, older_than, recursive, False)
+
     def _copy(self, src: str, dst: str) -> None:
         self.written.append(dst)
 
@@ -70,6 +75,8 @@ class GCResult:
     deleted: tuple[tuple[str, int | None], ...]
     expired_versions: tuple[int, ...] = ()
     retained_versions: tuple[int, ...] = field(default=())
+    #: Temporary files of killed writers removed (would be, for a dry run).
+    temporaries: tuple[str, ...] = ()
 
     @property
     def bytes(self) -> int:
@@ -100,12 +107,14 @@ def collect_garbage(
         deleted_keys = _snapshot_gc(target, ref.name, retention)
         expired: tuple[int, ...] = ()
         retained: tuple[int, ...] = ()
+        temporaries: tuple[str, ...] = ()
     else:
         from parquetry.dataset import Dataset
 
         report = Dataset.open(target, ref.name).garbage_collect(retention=retention)
         deleted_keys = list(report.deleted)
         expired, retained = report.expired_versions, report.retained_versions
+        temporaries = report.temporaries
     if isinstance(target, DryRunStore):
         deleted_keys = sorted(set(deleted_keys) | set(target.deleted))
     return GCResult(
@@ -113,6 +122,7 @@ def collect_garbage(
         deleted=tuple((k, sizes.get(k)) for k in sorted(set(deleted_keys))),
         expired_versions=tuple(expired),
         retained_versions=tuple(retained),
+        temporaries=temporaries,
     )
 
 

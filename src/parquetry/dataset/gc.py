@@ -22,7 +22,8 @@ publication failed after its commit): kartothek readers use it. GC
    only when also older than the intent lease.
 
 Files of live intents are never deleted, however old; steps 1-3 list only ``_intents`` and
-``_versions``, never the data files.
+``_versions``, never the data files. Last, temporary files that killed writers left in the
+dataset's directories are removed (a local store's: :mod:`parquetry.store.temporaries`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from parquetry.dataset.naming import (
 from parquetry.dataset.versions import read_pointer, tombstone_bytes
 from parquetry.errors import InvalidArgument, MetadataCorrupted, NotFound
 from parquetry.store import Store
+from parquetry.store.temporaries import remove_stale_temporaries
 
 __all__ = ["GCReport", "as_retention", "garbage_collect", "referenced_keys"]
 
@@ -63,6 +65,8 @@ class GCReport:
     retained_versions: tuple[int, ...]
     reaped_intents: tuple[str, ...] = ()
     swept: bool = False
+    #: Temporary files of killed writers removed (paths in the store; a local store's).
+    temporaries: tuple[str, ...] = ()
 
 
 def referenced_keys(doc: DatasetDocument) -> set[str]:
@@ -343,12 +347,16 @@ def garbage_collect(
     if swept:
         deleted += _sweep(store, uuid, keep, max(vs, default=-1), cutoff, now)
     deleted += _delete_stale_pointer(store, uuid)
+    # The dataset's directories, and the one of its pointer (not below: other datasets').
+    temporaries = remove_stale_temporaries(store, uuid)
+    temporaries += remove_stale_temporaries(store, uuid.rpartition("/")[0], recursive=False)
     return GCReport(
         deleted=tuple(sorted(set(deleted))),
         expired_versions=tuple(expired),
         retained_versions=tuple(retained),
         reaped_intents=tuple(sorted(k.rsplit("/", 1)[-1].removesuffix(".json") for k in reaped)),
         swept=swept,
+        temporaries=tuple(temporaries),
     )
 
 

@@ -18,6 +18,7 @@ from parquetry.snapshot.lock import Held, acquire, inspect, takeover
 from parquetry.snapshot.reader import parse_manifest
 from parquetry.snapshot.switch import complete, stale_staging
 from parquetry.store.base import Store
+from parquetry.store.temporaries import remove_stale_temporaries
 
 __all__ = ["Timing", "clean_abandoned", "collect_garbage", "delete_snapshot", "settle"]
 
@@ -140,6 +141,9 @@ def collect_garbage(
         staged = stale_staging(store, key, max(retention, timing.lease))
         doomed = sorted(stray + staged)
         store.delete_many(doomed, missing_ok=True)
+        # Temporary files killed writers left in the same directories (a local store's).
+        remove_stale_temporaries(store, key, recursive=False)
+        remove_stale_temporaries(store, layout.staging_prefix(key))
     finally:
         held.finish()
     return doomed

@@ -26,14 +26,12 @@ __all__ = [
     "FILE_FLAGS",
     "HIDDEN",
     "LINK_ERRNOS",
-    "STALE_TEMP_SECONDS",
     "DirLock",
     "check_visible",
     "has_objects",
     "list_level",
     "meta",
     "open_subdir",
-    "remove_stale_temps",
     "stamp",
     "unlink_quietly",
     "version",
@@ -42,8 +40,6 @@ __all__ = [
 
 #: Names starting with this are parquetry's own (temporary files): never objects.
 HIDDEN = ".parquetry-"
-#: Temporary files older than this are leftovers of a crashed writer and may be removed.
-STALE_TEMP_SECONDS = 3600.0
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 #: Opens a directory, following nothing at the last component.
@@ -109,24 +105,6 @@ def _entries(dir_fd: int) -> list[os.DirEntry[str]]:
             return list(it)
     except (FileNotFoundError, NotADirectoryError):
         return []  # removed while listing
-
-
-def remove_stale_temps(dir_fd: int) -> None:
-    """Remove temporary files a crashed writer left behind (old enough to be abandoned)."""
-    try:
-        entries = _entries(dir_fd)
-    except OSError:
-        return
-    if any(not e.name.startswith(HIDDEN) for e in entries):
-        return  # not going to be empty anyway
-    cutoff = time.time() - STALE_TEMP_SECONDS
-    for entry in entries:
-        try:
-            st = entry.stat(follow_symlinks=False)
-            if entry.name.startswith(f"{HIDDEN}tmp-") and st.st_mtime < cutoff:
-                os.unlink(entry.name, dir_fd=dir_fd)
-        except OSError:
-            continue
 
 
 def _is_object_name(name: str) -> bool:

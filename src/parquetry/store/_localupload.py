@@ -5,19 +5,20 @@ never listed) as the pieces arrive, and published at commit exactly as ``put`` p
 fsync (unless ``fsync=False``), then ``link()`` for create-if-absent, a rename under the
 directory lock for overwrite and compare-and-swap. Abort, or a failed commit, unlinks the
 temporary file. A killed process leaves its temporary file behind: invisible, it costs
-disk space until its directory is pruned (temporary files older than an hour are removed
-then) or someone deletes it. Memory: one piece (:data:`~parquetry.store.writer.CHUNK_BYTES`).
+disk space until garbage collection (or the pruning of its directory) removes it: it is
+locked while its writer lives (:mod:`parquetry.store._localtemps`). Memory: one piece
+(:data:`~parquetry.store.writer.CHUNK_BYTES`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from typing import TYPE_CHECKING
 
 from parquetry.errors import ParquetryError, StoreUnavailable
-from parquetry.store._localfs import HIDDEN, meta, unlink_quietly
+from parquetry.store._localfs import meta, unlink_quietly
+from parquetry.store._localtemps import open_temp
 from parquetry.store._localwalk import RETRIES
 from parquetry.store.base import ObjectMeta, PutMode
 from parquetry.store.writer import Upload
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
     from parquetry.store.local import LocalStore
 
 __all__ = ["LocalUpload"]
-
-_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 class LocalUpload(Upload):
@@ -45,9 +44,8 @@ class LocalUpload(Upload):
             return self.dir_fd, self.fd
         for _attempt in range(RETRIES):
             dir_fd = self.store._open_dir(self.parent, self.key, create=True)
-            tmp = f"{HIDDEN}tmp-{uuid.uuid4().hex}"
             try:
-                fd = os.open(tmp, _TMP_FLAGS, 0o644, dir_fd=dir_fd)
+                tmp, fd = open_temp(dir_fd)
             except FileNotFoundError:
                 os.close(dir_fd)
                 continue  # the directory was pruned after we opened it: start again
@@ -88,10 +86,11 @@ class LocalUpload(Upload):
                 raise self.store._os_error(self.key, exc, "writing") from exc
             raise
         try:
-            os.close(fd)
-            self.fd = None
+            # The temporary name goes before the fd (and its lock: _localtemps.py).
             if self.mode is PutMode.CREATE:  # published by link: the temporary name remains
                 unlink_quietly(self.tmp, dir_fd)
+            os.close(fd)
+            self.fd = None
             if self.store.fsync:
                 os.fsync(dir_fd)
         except OSError as exc:  # published already: only the durability step failed
@@ -102,13 +101,13 @@ class LocalUpload(Upload):
 
     def abort(self) -> None:
         opened = self.dir_fd is not None
+        if self.dir_fd is not None:
+            with contextlib.suppress(OSError):
+                unlink_quietly(self.tmp, self.dir_fd)
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = None
-        if self.dir_fd is not None:
-            with contextlib.suppress(OSError):
-                unlink_quietly(self.tmp, self.dir_fd)
         self._close()
         if opened:
             # A directory made for this object only must vanish again, as on object stores.

@@ -1,5 +1,5 @@
 """How :class:`~parquetry.store.local.LocalStore` reaches a path without following a link,
-and prunes the directories a delete emptied.
+prunes the directories a delete emptied and removes the temporary files killed writers left.
 
 Every path is opened from the root's fd one segment at a time with ``O_NOFOLLOW``, or, on
 Linux, in one call whose resolved path (``/proc/self/fd``) proves that no link was crossed.
@@ -18,8 +18,8 @@ from parquetry.store._localfs import (
     FILE_FLAGS,
     LINK_ERRNOS,
     open_subdir,
-    remove_stale_temps,
 )
+from parquetry.store._localtemps import STALE_TEMP_SECONDS, remove_stale_temps
 
 __all__ = ["PATH_FLAGS", "RETRIES", "ROOT_FLAGS", "SafeRoot"]
 
@@ -224,3 +224,18 @@ class SafeRoot:
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def _remove_stale_temporaries(
+        self, prefix: str, older_than: float | None, recursive: bool, remove: bool
+    ) -> list[str]:
+        """See :func:`parquetry.store.temporaries.remove_stale_temporaries`."""
+        dir_fd = self._open_listed(prefix)
+        if dir_fd is None:
+            return []
+        age = STALE_TEMP_SECONDS if older_than is None else older_than
+        try:
+            return remove_stale_temps(
+                dir_fd, older_than=age, rel=prefix, recursive=recursive, remove=remove
+            )
+        finally:
+            os.close(dir_fd)

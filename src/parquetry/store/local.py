@@ -17,7 +17,8 @@
   with nanosecond timestamps: ext4, xfs, btrfs, tmpfs, APFS).
 
 Names starting with ``.parquetry-`` are reserved (temporary files); listings never show them
-and a temporary file left by a crashed writer changes nothing but disk usage.
+and a temporary file left by a crashed writer changes nothing but disk usage until garbage
+collection removes it (:mod:`parquetry.store._localtemps`).
 
 No operation reads, writes, lists or deletes outside the root. Every path is opened one
 segment at a time from the root's fd with ``O_NOFOLLOW`` (``openat``, ``fstatat``,
@@ -34,7 +35,6 @@ import errno
 import mmap
 import os
 import stat
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,7 +48,6 @@ from parquetry.errors import (
     UnsafePath,
 )
 from parquetry.store._localfs import (
-    HIDDEN,
     DirLock,
     check_visible,
     list_level,
@@ -58,14 +57,13 @@ from parquetry.store._localfs import (
     version,
     walk_objects,
 )
+from parquetry.store._localtemps import open_temp
 from parquetry.store._localwalk import PATH_FLAGS, RETRIES, SafeRoot
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
 from parquetry.store.keys import validate_key
 from parquetry.store.writer import Upload
 
 __all__ = ["LocalStore"]
-
-_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 class LocalStore(SafeRoot, Store):
@@ -214,21 +212,21 @@ class LocalStore(SafeRoot, Store):
         for _attempt in range(RETRIES):
             dir_fd = self._open_dir(parent, key, create=True)
             try:
-                tmp = f"{HIDDEN}tmp-{uuid.uuid4().hex}"
                 try:
-                    fd = os.open(tmp, _TMP_FLAGS, 0o644, dir_fd=dir_fd)
+                    tmp, fd = open_temp(dir_fd)
                 except FileNotFoundError:
                     continue  # the directory was pruned after we opened it: start again
+                # The temporary name goes before the fd (and its lock: _localtemps.py).
                 try:
                     self._write_all(fd, data, key)
                     st = self._publish(dir_fd, fd, tmp, name, key, mode, expected_version)
+                    if mode is PutMode.CREATE:  # published by link: the temporary name remains
+                        os.unlink(tmp, dir_fd=dir_fd)
                 except BaseException:
-                    os.close(fd)
                     unlink_quietly(tmp, dir_fd)
                     raise
-                os.close(fd)
-                if mode is PutMode.CREATE:  # published by link: the temporary name remains
-                    os.unlink(tmp, dir_fd=dir_fd)
+                finally:
+                    os.close(fd)
                 if self.fsync:
                     os.fsync(dir_fd)
                 return meta(key, st)

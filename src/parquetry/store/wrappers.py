@@ -84,6 +84,17 @@ class WrapperStore(Store):
     def _list_dir(self, prefix: str) -> ListResult:
         return self.inner._list_dir(prefix)
 
+    def _remove_stale_temporaries(
+        self, prefix: str, older_than: float | None, recursive: bool, remove: bool
+    ) -> list[str]:
+        # Not a primitive of every store (parquetry.store.temporaries): delegated if the
+        # wrapped store has it.
+        inner = getattr(self.inner, "_remove_stale_temporaries", None)
+        if inner is None:
+            return []
+        found: list[str] = inner(prefix, older_than, recursive, remove)
+        return found
+
     def __getstate__(self) -> dict[str, Any]:
         # Locks cannot be pickled; subclasses recreate theirs in __setstate__.
         return {k: v for k, v in self.__dict__.items() if k != "_lock"}
