@@ -10,7 +10,8 @@ again by itself on the newest version, delete_where and update_where raise it (t
 chose the predicate for the version it read). The same holds when the operation's plan
 meets the expiry first, e.g. an index piece of its version collected (:func:`base_reads`).
 A plain read of such a version (``Dataset.read``/``scan`` on a handle GC expired) raises
-VersionExpired the same way (:func:`version_collected`).
+VersionExpired the same way (:func:`version_collected`). Where the reads ran elsewhere and
+their error arrives as text only (Spark tasks), :func:`collected_base` asks the store.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseCollected",
     "base_reads",
+    "collected_base",
     "read_base_file",
     "version_collected",
     "version_expired",
@@ -90,6 +92,23 @@ def base_reads(ds: Dataset, operation: str) -> Iterator[None]:
             raise
         number, _ = _newest_keys(ds)
         raise _collected(ds, _what(ds, exc.key), exc.key, operation, number) from None
+
+
+def collected_base(ds: Dataset, labels: Sequence[str], operation: str) -> BaseCollected | None:
+    """:class:`BaseCollected` if ``ds``'s version was garbage collected under an operation
+    that read the files of ``labels`` elsewhere and failed: one of those files is gone
+    and the newest version no longer references it, or the version is a tombstone; None
+    if the base is intact (the failure had another cause). One HEAD per file."""
+    number, newest = _newest_keys(ds)
+    for label in labels:
+        for key in ds.document.partitions.get(label, {}).values():
+            if key not in newest and not ds.store.exists(key):
+                what = f"data file {key} (partition {label!r})"  # as read_base_file says
+                return _collected(ds, what, key, operation, number)
+    expired = version_expired(ds)
+    if expired is not None:
+        return _collected(ds, "a file", expired.key, operation, number)
+    return None
 
 
 def _what(ds: Dataset, key: str | None) -> str:

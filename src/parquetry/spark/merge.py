@@ -36,6 +36,7 @@ from pyspark.sql import types as T
 
 from parquetry.dataset.rewrite import FileEdit
 from parquetry.dataset.schema import cast_to_schema
+from parquetry.dataset.staleread import base_reads
 from parquetry.dataset.upsertkeys import (
     DATA_ROW,
     FILE_ROW,
@@ -55,6 +56,7 @@ from parquetry.spark.tableops import (
     commit_results,
     engine_metrics,
     run_tasks,
+    stale_base,
 )
 
 if TYPE_CHECKING:
@@ -215,13 +217,15 @@ def upsert(
     target = _target_schema(ds, df, merge_schema)
     ds = evolved_for_write(ds, target)  # merge_schema: the commit records the new schema
     keys = _keys(df, keys_on, target)
-    found = candidate_labels(ds, keys, keys_on, keys.num_rows)
+    with base_reads(ds, "upsert"):  # collected under the plan or the jobs: BaseCollected
+        found = candidate_labels(ds, keys, keys_on, keys.num_rows)
     env = replace(_env(ds, options, compression), schema=target)
     keys_bc = spark.sparkContext.broadcast(_ipc(keys))
     try:
-        scanned = run_tasks(
-            spark, env, [(label, keys_bc, keys_on) for label in found.labels], _scan_task
-        )
+        with stale_base(ds, found.labels, "upsert"):
+            scanned = run_tasks(
+                spark, env, [(label, keys_bc, keys_on) for label in found.labels], _scan_task
+            )
     finally:
         keys_bc.unpersist()
     pairs = [(row, r.label) for r in scanned for row in r.matched]
@@ -244,7 +248,8 @@ def upsert(
         out = routed.groupBy(_LABEL).applyInArrow(
             _rewrite_group(env, keys_on, when_matched), _RESULT
         )
-        results += _collect(out, env, "rewriting matched files")
+        with stale_base(ds, found.labels, "upsert"):
+            results += _collect(out, env, "rewriting matched files")
     inserted: list[TaskResult] = []
     if when_not_matched == "insert":
         matched = keys.filter(pa.array(hit)).select(list(keys_on))

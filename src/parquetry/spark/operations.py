@@ -21,6 +21,7 @@ from parquetry.dataset.rowops import (
     set_parameter,
     update_edit,
 )
+from parquetry.dataset.staleread import base_reads
 from parquetry.dataset.upsertkeys import planned_file
 from parquetry.dataset.write import FileDescription
 from parquetry.spark.tableops import (
@@ -31,6 +32,7 @@ from parquetry.spark.tableops import (
     engine_metrics,
     run_tasks,
     set_values,
+    stale_base,
 )
 
 if TYPE_CHECKING:
@@ -106,10 +108,13 @@ def delete_where(
     from parquetry.dataset.replace import describe_dnf
 
     dnf = required_dnf(ds, dnf_of(ds, condition, "delete_where"), "delete_where")
-    read, drop, dropped_rows = delete_targets(ds, dnf)
+    # The base collected under the plan or the tasks: BaseCollected, as in the Python API.
+    with base_reads(ds, "delete_where"):
+        read, drop, dropped_rows = delete_targets(ds, dnf)
     predicates = dnf_as_tuples(dnf)
     env = _env(ds, options, compression)
-    results = run_tasks(spark, env, [(label, predicates) for label in read], _delete_task)
+    with stale_base(ds, read, "delete_where"):
+        results = run_tasks(spark, env, [(label, predicates) for label in read], _delete_task)
     given = {"rows_deleted": dropped_rows, "rows_copied": 0, "files_rewritten": 0}
     metrics = engine_metrics(results, given)
     state = commit_results(
@@ -138,10 +143,12 @@ def update_where(
     dnf = required_dnf(ds, dnf_of(ds, condition, "update_where"), "update_where")
     checked = checked_set(ds, set_values(ds, assignments))
     predicates = dnf_as_tuples(dnf)
-    labels = [f.label for f in ds.plan(predicates).files]
+    with base_reads(ds, "update_where"):
+        labels = [f.label for f in ds.plan(predicates).files]
     env = _env(ds, options, compression)
     items = [(label, predicates, checked) for label in labels]
-    results = run_tasks(spark, env, items, _update_task)
+    with stale_base(ds, labels, "update_where"):
+        results = run_tasks(spark, env, items, _update_task)
     metrics = engine_metrics(results, {"rows_updated": 0, "rows_copied": 0, "files_rewritten": 0})
     state = commit_results(
         ds,

@@ -51,6 +51,7 @@ __all__ = [
     "dnf_of",
     "run_tasks",
     "set_values",
+    "stale_base",
 ]
 
 #: Spark tasks at most per job (files are dealt out evenly beyond that).
@@ -180,6 +181,24 @@ def run_tasks(
             f"collection): {_spark_message(exc)}"
         ) from None
     return [TaskResult.from_json(t) for t in texts]
+
+
+@contextlib.contextmanager
+def stale_base(ds: Dataset, labels: Sequence[str], operation: str) -> Iterator[None]:
+    """Around the Spark jobs of a row operation that read the files of ``labels`` at
+    ``ds``'s version: a job that failed because garbage collection collected that version
+    meanwhile raises :class:`~parquetry.dataset.staleread.BaseCollected` (a CommitConflict:
+    run it again), as the Python API does, not SparkTaskFailed quoting the task's
+    VersionExpired. The task's error reaches the driver as text only: the store is asked."""
+    try:
+        yield
+    except SparkTaskFailed as failed:
+        from parquetry.dataset.staleread import collected_base
+
+        collected = collected_base(ds, labels, operation)
+        if collected is None:
+            raise
+        raise collected from failed
 
 
 def engine_metrics(results: Sequence[TaskResult], given: Mapping[str, int]) -> dict[str, int]:
