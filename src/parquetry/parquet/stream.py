@@ -17,7 +17,6 @@ from __future__ import annotations
 import mmap
 import tempfile
 from collections.abc import Iterable
-from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -28,6 +27,7 @@ from parquetry.parquet.records import CompiledSchema, no_gc
 from parquetry.parquet.rowgroups import RECORD_ROW_GROUP_ROWS, RowGroupWriter
 from parquetry.parquet.schema import ParquetSchema
 from parquetry.parquet.stats import FileStats, compute_stats
+from parquetry.store.writer import PublishOnExit
 
 if TYPE_CHECKING:
     from parquetry.store.base import ObjectMeta, PutMode, Store
@@ -38,7 +38,7 @@ __all__ = ["DEFAULT_STREAM_ROW_GROUP", "ParquetStreamWriter"]
 DEFAULT_STREAM_ROW_GROUP = RECORD_ROW_GROUP_ROWS
 
 
-class ParquetStreamWriter:
+class ParquetStreamWriter(PublishOnExit):
     """Write a Parquet file incrementally to a binary sink or a Store key.
 
     Args:
@@ -194,16 +194,5 @@ class ParquetStreamWriter:
             return compute_stats(self._compiled.schema.fields, empty)
         return stats
 
-    def __enter__(self) -> ParquetStreamWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
+    def _publish_on_exit(self) -> ObjectMeta | None:
+        return self.close()

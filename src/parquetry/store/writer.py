@@ -19,14 +19,14 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from parquetry.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from parquetry.store.base import ObjectMeta, PutMode, Store
 
-__all__ = ["CHUNK_BYTES", "BufferedUpload", "StoreWriter", "Upload"]
+__all__ = ["CHUNK_BYTES", "BufferedUpload", "PublishOnExit", "StoreWriter", "Upload"]
 
 #: Bytes the writer gathers before handing them to the backend.
 CHUNK_BYTES = 1 << 20
@@ -67,7 +67,34 @@ class BufferedUpload(Upload):
         self.parts = []
 
 
-class StoreWriter:
+class PublishOnExit(ABC):
+    """The ``with`` protocol of a writer of one object (:class:`StoreWriter`, and the
+    Parquet layer's stream writer): a block that ends normally publishes, one an exception
+    leaves discards, so a half-written object is never published."""
+
+    @abstractmethod
+    def _publish_on_exit(self) -> object:
+        """What a normal end of the block does (``commit``, ``close``)."""
+
+    @abstractmethod
+    def abort(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self._publish_on_exit()
+        else:
+            self.abort()
+
+
+class StoreWriter(PublishOnExit):
     """A write-only binary stream for one object (see the module doc).
 
     Use it as a context manager: the object is published when the block ends normally and
@@ -173,19 +200,8 @@ class StoreWriter:
         with contextlib.suppress(Exception):
             self._upload.abort()
 
-    def __enter__(self) -> StoreWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
+    def _publish_on_exit(self) -> ObjectMeta:
+        return self.commit()  # not close(): a block that aborted must not end silently
 
     def __del__(self) -> None:
         # Dropped without commit or abort (a caller's bug or an interrupted frame): discard,
