@@ -23,7 +23,7 @@ import datetime as dt
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parquetry.dataset.entry import encode_entry, entry_of
 from parquetry.dataset.format2 import advance, load_state, read_version, version_info
@@ -35,9 +35,12 @@ from parquetry.dataset.naming import common_metadata_key, incarnation_key, versi
 from parquetry.dataset.publish import checkpoint_state, finish_commit, publish_pointer
 from parquetry.dataset.turns import Turn
 from parquetry.dataset.txns import Txn, applied, replayed, with_txn
-from parquetry.dataset.versions import latest_version_number, roll_forward
+from parquetry.dataset.versions import LoadedState, latest_version_number, roll_forward
 from parquetry.errors import AlreadyExists, CommitConflict, DatasetDeleted
 from parquetry.store import PutMode, Store
+
+if TYPE_CHECKING:
+    from parquetry.dataset.reading import VersionReader
 
 __all__ = [
     "MAX_RETRIES",
@@ -305,3 +308,34 @@ def committed_keys(doc: DatasetDocument, body: Mapping[str, Any]) -> set[str]:
     keys |= entry_piece_keys(body)
     keys |= {common_metadata_key(doc.uuid, t) for t in doc.tables}
     return keys
+
+
+def commit_after(
+    ds: VersionReader,
+    doc: DatasetDocument,
+    number: int,
+    make: MakeVersion,
+    *,
+    max_retries: int | None = MAX_RETRIES,
+    claim: Claim | None = None,
+) -> LoadedState:
+    """:func:`commit` of ``make`` after the handle ``ds`` (its document ``doc``, version
+    ``number``), the pointer written in the format the dataset's has; returns the committed
+    state. A pointer kartothek wrote keeps its format, and one of the other format is then
+    stale (kartothek reads JSON first) and removed."""
+    fmt = ds._pointer_format or doc.metadata_format
+    stale = None
+    if ds._foreign:
+        stale = "msgpack.zstd" if ds._pointer_format == "json" else "json"
+    committed = commit(
+        ds.store,
+        doc.uuid,
+        doc,
+        number,
+        make,
+        max_retries=max_retries,
+        pointer_format=fmt,
+        stale_format=stale,
+        claim=claim,
+    )
+    return LoadedState.committed(committed, fmt)

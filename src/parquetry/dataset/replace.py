@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from parquetry.dataset.commit import MAX_RETRIES, commit, now_iso
+from parquetry.dataset.commit import MAX_RETRIES, commit_after, now_iso
 from parquetry.dataset.intents import abandon_files, claim_for_commit
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.ops import apply_change, fit_concurrent_schema, partition_values_of
@@ -247,25 +247,10 @@ def commit_replace(
                 parameters=params,
             )
 
-        fmt = ds._pointer_format or doc.metadata_format
-        stale = None
-        if ds._foreign:
-            stale = "msgpack.zstd" if ds._pointer_format == "json" else "json"
-        committed = commit(
-            store,
-            doc.uuid,
-            doc,
-            ds._number,
-            make,
-            max_retries=max_retries,
-            pointer_format=fmt,
-            stale_format=stale,
-            claim=claim,
-        )
+        return commit_after(ds, doc, ds._number, make, max_retries=max_retries, claim=claim)
     except CommitConflict:
         abandon_files(store, doc.uuid, rewritten)
         raise
-    return LoadedState.committed(committed, fmt)
 
 
 def _conforming(

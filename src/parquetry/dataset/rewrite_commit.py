@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from parquetry.dataset.commit import commit, now_iso
+from parquetry.dataset.commit import commit_after, now_iso
 from parquetry.dataset.indexsinks import IndexSinks
 from parquetry.dataset.intents import abandon_files, claim_for_commit
 from parquetry.dataset.metadata import DatasetDocument
@@ -121,24 +121,9 @@ def commit_rewrite(
         assert new.version is not None
         return new.evolve(version=replace(new.version, extra=dict(recorded)))
 
-    fmt = ds._pointer_format or doc.metadata_format
-    stale = None
-    if ds._foreign:
-        stale = "msgpack.zstd" if ds._pointer_format == "json" else "json"
     try:
-        committed = commit(
-            store,
-            doc.uuid,
-            doc,
-            origin._number,
-            make,
-            max_retries=max_retries,
-            pointer_format=fmt,
-            stale_format=stale,
-            claim=claim,
-        )
+        return commit_after(ds, doc, origin._number, make, max_retries=max_retries, claim=claim)
     except CommitConflict:
         # Known not committed: the files are nobody's.
         abandon_files(store, doc.uuid, added)
         raise
-    return LoadedState.committed(committed, fmt)
