@@ -11,11 +11,10 @@ as an Arrow expression; index values and rows share one expression.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime as dt
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
@@ -25,6 +24,12 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from parquetry.dataset.literals import Gap, compare, is_nan, representation
+from parquetry.dataset.predicate_json import (  # the JSON form: re-exported
+    dnf_from_json,
+    dnf_to_json,
+    json_value,
+    value_from_json,
+)
 from parquetry.errors import PredicateError
 
 __all__ = [
@@ -365,46 +370,3 @@ def to_expression(dnf: DNF) -> pc.Expression:
     for expr in disjuncts[1:]:
         out = out | expr
     return out
-
-
-def json_value(v: Any) -> Any:
-    if isinstance(v, bool | int | float | str) or v is None:
-        return v
-    if isinstance(v, bytes):
-        return {"bytes": base64.b64encode(v).decode("ascii")}
-    if isinstance(v, Decimal):
-        return {"decimal": str(v)}
-    if isinstance(v, dt.datetime):
-        return {"datetime": v.isoformat()}
-    if isinstance(v, dt.date):
-        return {"date": v.isoformat()}
-    if isinstance(v, list | tuple):
-        return [json_value(x) for x in v]
-    raise PredicateError(f"predicate value {v!r} of type {type(v).__name__} is not supported")
-
-
-def value_from_json(v: Any) -> Any:
-    if isinstance(v, list):
-        return [value_from_json(x) for x in v]
-    if isinstance(v, dict):
-        ((kind, text),) = v.items()
-        decoders: dict[str, Callable[[str], Any]] = {
-            "bytes": base64.b64decode,
-            "decimal": Decimal,
-            "datetime": dt.datetime.fromisoformat,
-            "date": dt.date.fromisoformat,
-        }
-        return decoders[kind](text)
-    return v
-
-
-def dnf_to_json(predicates: Sequence[Sequence[Sequence[Any]]]) -> list[list[list[Any]]]:
-    """Raw DNF predicates as JSON-able lists (typed values tagged: bytes, date, ...)."""
-    return [[[t[0], t[1], json_value(t[2] if len(t) > 2 else None)] for t in c] for c in predicates]
-
-
-def dnf_from_json(doc: Any) -> list[list[tuple[str, str, Any]]]:
-    try:
-        return [[(t[0], t[1], value_from_json(t[2])) for t in c] for c in doc]
-    except (TypeError, IndexError, KeyError, ValueError) as exc:
-        raise PredicateError(f"invalid predicates document: {exc}") from None
