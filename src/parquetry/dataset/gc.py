@@ -29,15 +29,14 @@ dataset's directories are removed (a local store's: :mod:`parquetry.store.tempor
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from parquetry.dataset.checkpoint import decode_root
-from parquetry.dataset.entry import self_contained
 from parquetry.dataset.format2 import Version, load_state, parse_version, read_version, version_info
+from parquetry.dataset.gc_metadata import collect_metadata, keep_chains
+from parquetry.dataset.gc_metadata import head_keys as _head_keys  # its old name here
 from parquetry.dataset.head import head_key
-from parquetry.dataset.indexwire import entry_piece_keys, root_piece_keys
+from parquetry.dataset.indexwire import entry_piece_keys
 from parquetry.dataset.intents import DEFAULT_LEASE, IntentState, list_intents, reap
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.naming import (
@@ -148,96 +147,6 @@ def _keys_of_range(store: Store, uuid: str, vs: dict[int, Version], numbers: lis
     return keys
 
 
-def _keep_chains(
-    store: Store, uuid: str, vs: dict[int, Version], retained: list[int], expired: list[int]
-) -> tuple[set[str], set[str]]:
-    """Before expired entries become tombstones: make sure the oldest retained version does
-    not need them (write its checkpoint if its chain runs through them). Returns (the
-    checkpoint, segment and index piece keys retained versions need, the index pieces the
-    older checkpoints reference: pieces a checkpoint merged are named by no entry, so
-    this is how those of expired versions are found, e.g. of an index an overwrite
-    dropped)."""
-    from parquetry.dataset.checkpoint import checkpoint_key, list_checkpoints, write_checkpoint
-
-    checkpoints = list_checkpoints(store, uuid)
-    if retained:
-        k0 = retained[0]
-        below = [c for c in checkpoints if c <= k0]
-        c0 = below[-1] if below else -1
-        needs = vs[k0][0] == "entry" and not self_contained(vs[k0][1])
-        if needs and expired and c0 < max(expired):
-            write_checkpoint(store, load_state(store, uuid, k0))
-            checkpoints = sorted({*checkpoints, k0})
-            c0 = k0
-    else:
-        c0 = max(checkpoints, default=-1)
-    keep = {checkpoint_key(uuid, c) for c in checkpoints if c >= c0}
-    old_pieces: set[str] = set()
-    for c in checkpoints:
-        key = checkpoint_key(uuid, c)
-        try:
-            root = decode_root(store.get(key), key)
-        except (NotFound, MetadataCorrupted):
-            continue
-        if c < c0:
-            old_pieces |= root_piece_keys(root.get("indices"))
-            continue
-        keep |= {d["key"] for d in root["segments"] if "key" in d}
-        keep |= root_piece_keys(root.get("indices"))
-    return keep, old_pieces
-
-
-def _collect_metadata(
-    store: Store,
-    uuid: str,
-    keep: set[str],
-    now: dt.datetime,
-    *,
-    format2: bool = False,
-    indexed: bool = False,
-) -> list[str]:
-    """Old checkpoints and segments nothing retained needs (young segments may belong to a
-    checkpoint being written)."""
-    from parquetry.dataset.checkpoint import checkpoints_prefix
-    from parquetry.dataset.segments import segments_prefix
-
-    keep = keep | _head_keys(store, uuid)
-    young = now - DEFAULT_LEASE
-    victims = []
-    # Index pieces (deltas written a moment before a commit point, pieces of a checkpoint
-    # being written) and the pointer's kartothek index files (old ones are garbage once the
-    # pointer moved on; a kartothek reader may still read one for a moment) are protected
-    # by age too.
-    prefixes = [checkpoints_prefix(uuid), segments_prefix(uuid)]
-    if indexed:
-        prefixes.append(f"{uuid}/_indices/")
-        if format2:
-            prefixes.append(f"{uuid}/indices/")
-    for prefix in prefixes:
-        for meta in store.list(prefix):
-            if meta.key in keep:
-                continue
-            if meta.modified is not None and meta.modified > young:
-                continue
-            victims.append(meta.key)
-    _delete_all(store, victims)
-    return victims
-
-
-def _head_keys(store: Store, uuid: str) -> set[str]:
-    """The segments and index pieces of the head's root: readers of the newest version use
-    them (the head's checkpoint root plus its tail), while the newest checkpoint (the one
-    GC itself wrote) may hold other pieces: a checkpoint rewrites an index with many dead
-    labels."""
-    try:
-        head = store.get(head_key(uuid))
-        root = json.loads(head).get("parquetry_head", {}).get("root") or {}
-        keys = {d["key"] for d in root.get("segments", []) if "key" in d}
-        return keys | root_piece_keys(root.get("indices"))
-    except (NotFound, ValueError, AttributeError, TypeError):
-        return set()
-
-
 def _pointer_keys(store: Store, uuid: str) -> tuple[set[str], bool, int | None]:
     """(keys the pointer references, whether another tool wrote it, its version)."""
     try:
@@ -312,7 +221,7 @@ def garbage_collect(
     dropped = _keys_of_range(store, uuid, vs, expired)
     for files in reaped.values():
         dropped |= set(files)
-    meta_keep, old_pieces = _keep_chains(store, uuid, vs, retained, expired)
+    meta_keep, old_pieces = keep_chains(store, uuid, vs, retained, expired)
     dropped |= old_pieces
     keep |= _head_keys(store, uuid)
     stamp = now.isoformat()
@@ -341,7 +250,7 @@ def garbage_collect(
         or (v[0] == "doc" and bool(v[1].indices))
         for v in vs.values()
     ) or any("/_indices/" in k or "/indices/" in k for k in meta_keep | keep)
-    deleted += _collect_metadata(
+    deleted += collect_metadata(
         store, uuid, meta_keep | keep | live_intent_keys, now, format2=format2, indexed=indexed
     )
     if swept:
