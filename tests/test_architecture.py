@@ -23,7 +23,7 @@ FORBIDDEN = {
 }
 # third-party modules allowed only inside one place
 CONFINED = {
-    "obstore": {"store/objectstore.py", "store/_objectstore_errors.py"},
+    "obstore": {"store/objectstore.py", "store/_objectstore_errors.py", "store/_objectupload.py"},
     "pyspark": {"spark"},
     "typer": {"cli"},
 }

@@ -1,7 +1,7 @@
 """Object stores (S3, GCS, Azure) through obstore.
 
-With :mod:`parquetry.store._objectstore_errors` (which translates obstore's exceptions), the
-only module that imports obstore.
+With :mod:`parquetry.store._objectstore_errors` (which translates obstore's exceptions) and
+:mod:`parquetry.store._objectupload` (streamed writes), the only modules that import obstore.
 
 S3's ``If-None-Match: *`` and ``If-Match: <etag>`` (GCS generations, Azure ETags) give
 create-if-absent and compare-and-swap; obstore exposes both as put modes. Every obstore
@@ -22,7 +22,6 @@ from obstore.exceptions import GenericError
 from obstore.store import AzureStore, GCSStore, S3Store
 
 from parquetry.errors import (
-    AlreadyExists,
     InvalidArgument,
     InvalidKey,
     NotFound,
@@ -30,6 +29,7 @@ from parquetry.errors import (
 )
 from parquetry.store._endpoints import check_endpoint
 from parquetry.store._objectstore_errors import _scrub, _Translate, is_panic
+from parquetry.store._objectupload import ObjectUpload
 from parquetry.store.base import Capability, ListResult, ObjectMeta, PutMode, Store
 from parquetry.store.keys import MAX_KEY_BYTES, validate_key
 from parquetry.store.secrets import is_secret_option
@@ -81,11 +81,6 @@ _ENDPOINT_ENV = {
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,221}")
 _SCHEMES = {"s3": S3Store, "gs": GCSStore, "az": AzureStore}
 _MULTIPART_THRESHOLD = 64 * 1024 * 1024
-#: A streamed object up to this size is sent as one (conditional) PUT at commit; a larger one
-#: as a multipart upload in parts of this size (S3's minimum part is 5 MiB).
-_PART_BYTES = 8 * 1024 * 1024
-#: Parts of one streamed object in flight at once (each holds ``_PART_BYTES`` of memory).
-_UPLOAD_CONCURRENCY = 2
 
 
 class ObjectStore(Store):
@@ -272,7 +267,7 @@ class ObjectStore(Store):
 
     def _open_upload(self, key: str, mode: PutMode, expected_version: str | None) -> Upload:
         self.check_full_key(key)
-        return _ObjectUpload(self, key, mode, expected_version)
+        return ObjectUpload(self, key, mode, expected_version)
 
     def _copy(self, src: str, dst: str) -> None:
         self.check_full_key(dst)
@@ -328,83 +323,3 @@ def _meta(item: Mapping[str, Any]) -> ObjectMeta:
         version=item.get("e_tag") or item.get("version"),
         modified=item.get("last_modified"),
     )
-
-
-class _Aborted(Exception):
-    """Passed to obstore's writer ``__exit__``: the way to make it abort its upload."""
-
-
-class _ObjectUpload(Upload):
-    """A streamed object: gathered up to ``_PART_BYTES`` and then sent as one PUT with the
-    write's mode (exactly ``put``'s semantics), or, when larger, a multipart upload
-    (obstore's ``open_writer``; at most ``_UPLOAD_CONCURRENCY + 1`` parts in memory).
-
-    A multipart upload is invisible until completed and aborted on failure. Its completion
-    is unconditional in obstore 0.12, so a large create-if-absent checks the key with a HEAD
-    before the first part and again before completing: a concurrent creator of the same key
-    in between is not detected (the last completion wins). Callers that stream large
-    objects with ``CREATE`` use unique keys (data files have random names). Compare-and-swap
-    writes stay single PUTs: the object is gathered whole in memory. A killed process leaves
-    an incomplete multipart upload: invisible, billed until the bucket's lifecycle rule
-    (``AbortIncompleteMultipartUpload``; GCS and Azure expire them on their own) removes it.
-    """
-
-    def __init__(self, store: ObjectStore, key: str, mode: PutMode, expected: str | None):
-        self.store, self.key, self.mode, self.expected = store, key, mode, expected
-        self.buffer = bytearray()
-        self.file: Any = None  # obstore's WritableFile once the object outgrew one PUT
-
-    def write(self, data: memoryview) -> None:
-        if self.file is None:
-            self.buffer += data
-            if len(self.buffer) <= _PART_BYTES or self.mode is PutMode.UPDATE:
-                return
-            data, self.buffer = memoryview(self.buffer), bytearray()
-            if self.mode is PutMode.CREATE:
-                self._refuse_existing()
-            with _Translate(self.store, self.key):
-                self.file = obstore.open_writer(
-                    self.store._client,
-                    self.key,
-                    buffer_size=_PART_BYTES,
-                    max_concurrency=_UPLOAD_CONCURRENCY,
-                )
-        try:
-            with _Translate(self.store, self.key):
-                self.file.write(data)
-        except BaseException:
-            self.abort()
-            raise
-
-    def _refuse_existing(self) -> None:
-        if self.store._exists(self.key):
-            self.abort()
-            raise AlreadyExists(
-                f"{self.key!r} already exists in {self.store.url}",
-                key=self.key,
-                store=self.store.url,
-            )
-
-    def commit(self) -> ObjectMeta:
-        if self.file is None:
-            data, self.buffer = bytes(self.buffer), bytearray()
-            return self.store._put(self.key, data, self.mode, self.expected)
-        try:
-            if self.mode is PutMode.CREATE:
-                self._refuse_existing()
-            with _Translate(self.store, self.key):
-                self.file.close()  # completes the multipart upload
-        except BaseException:
-            self.abort()
-            raise
-        self.file = None
-        return self.store._head(self.key)
-
-    def abort(self) -> None:
-        self.buffer = bytearray()
-        file, self.file = self.file, None
-        if file is not None:
-            try:
-                file.__exit__(_Aborted, _Aborted(), None)  # obstore aborts the upload
-            except Exception:  # best effort: the bucket's lifecycle rule covers the rest
-                return
