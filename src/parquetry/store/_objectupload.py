@@ -1,5 +1,13 @@
 """Streaming writes of :class:`~parquetry.store.objectstore.ObjectStore` (``open_writer``):
 one PUT up to :data:`PART_BYTES`, a multipart upload beyond (see :class:`ObjectUpload`).
+
+Why a large ``CREATE`` is checked by HEADs, not by its completion: obstore 0.12 has no put
+mode for multipart uploads (object_store's ``PutMultipartOpts`` has none either, its issue
+#289). The one conditional multipart path it has is S3's ``copy_if_not_exists="multipart"``
+(a multipart *copy* completed with ``If-None-Match``): using it would mean uploading to a
+staging key that listings show, copying every byte a second time and a client option users
+must set, for a race parquetry's own writes cannot meet (they stream only to random keys).
+docs/concepts.md ("Guarantees") states the limit.
 """
 
 from __future__ import annotations
