@@ -28,7 +28,9 @@ __all__ = [
     "LINK_ERRNOS",
     "DirLock",
     "check_visible",
+    "dir_entries",
     "has_objects",
+    "is_object_name",
     "list_level",
     "meta",
     "open_subdir",
@@ -97,7 +99,7 @@ def open_subdir(name: str, dir_fd: int) -> int | None:
         return None
 
 
-def _entries(dir_fd: int) -> list[os.DirEntry[str]]:
+def dir_entries(dir_fd: int) -> list[os.DirEntry[str]]:
     # scandir works on its own duplicate of the fd (CPython dups it), so dir_fd stays open and
     # stays the caller's to close.
     try:
@@ -107,7 +109,7 @@ def _entries(dir_fd: int) -> list[os.DirEntry[str]]:
         return []  # removed while listing
 
 
-def _is_object_name(name: str) -> bool:
+def is_object_name(name: str) -> bool:
     # Temporary files and names no key can spell (written by other programs) are no objects.
     return not name.startswith(HIDDEN) and is_valid_segment(name)
 
@@ -119,8 +121,8 @@ def has_objects(dir_fd: int) -> bool:
         while frames:
             fd = frames.pop()
             try:
-                for entry in _entries(fd):
-                    if not _is_object_name(entry.name):
+                for entry in dir_entries(fd):
+                    if not is_object_name(entry.name):
                         continue
                     try:
                         if entry.is_dir(follow_symlinks=False):
@@ -158,8 +160,8 @@ def _scan(fd: int, rel: str) -> tuple[list[ObjectMeta], list[tuple[str, str]]]:
     """The objects directly in ``fd`` and its sub-directories as (name, key) pairs."""
     objects: list[ObjectMeta] = []
     subdirs: list[tuple[str, str]] = []
-    for entry in _entries(fd):
-        if not _is_object_name(entry.name):
+    for entry in dir_entries(fd):
+        if not is_object_name(entry.name):
             continue
         key = f"{rel}/{entry.name}" if rel else entry.name
         try:

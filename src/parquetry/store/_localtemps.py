@@ -19,7 +19,7 @@ import stat
 import time
 import uuid
 
-from parquetry.store._localfs import FILE_FLAGS, HIDDEN, _entries, _is_object_name, open_subdir
+from parquetry.store._localfs import FILE_FLAGS, HIDDEN, dir_entries, is_object_name, open_subdir
 
 __all__ = ["STALE_TEMP_SECONDS", "TEMP_NAME", "open_temp", "remove_stale_temps"]
 
@@ -62,12 +62,12 @@ def remove_stale_temps(
     while frames:
         fd, path = frames.pop()
         try:
-            for entry in _entries(fd):
+            for entry in dir_entries(fd):
                 where = f"{path}/{entry.name}" if path else entry.name
                 if TEMP_NAME.fullmatch(entry.name):
                     if _remove_if_abandoned(fd, entry.name, cutoff, remove):
                         found.append(where)
-                elif recursive and _is_object_name(entry.name):
+                elif recursive and is_object_name(entry.name):
                     with contextlib.suppress(OSError):
                         if entry.is_dir(follow_symlinks=False):
                             sub = open_subdir(entry.name, fd)
