@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -29,7 +30,14 @@ from parquetry.parquet import WriteOptions
 from parquetry.parquet.utf8 import first_invalid
 from parquetry.store import PutMode, Store
 
-__all__ = ["Batches", "FileDescription", "iter_input", "storage_schema", "write_files"]
+__all__ = [
+    "Batches",
+    "FileDescription",
+    "distinct_sorted",
+    "iter_input",
+    "storage_schema",
+    "write_files",
+]
 
 FLUSH_BYTES = 128 << 20
 MAX_ROWS_PER_FILE = 4_000_000
@@ -213,9 +221,7 @@ class _FileWriter:
         pq.write_table(data, sink, **self.opts.writer_kwargs(data.schema), **_rg(self.opts))
         payload = sink.getvalue()
         self.store.put(key, payload, mode=PutMode.CREATE)
-        ivals = {
-            c: pc.unique(data.column(c).combine_chunks().drop_null()).sort() for c in self.indices
-        }
+        ivals = {c: distinct_sorted(data.column(c)) for c in self.indices}
         return FileDescription(
             table=self.table,
             key=key,
@@ -227,6 +233,25 @@ class _FileWriter:
             index_values=ivals,
             intent=self.intent.id,
         )
+
+
+def distinct_sorted(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The distinct non-null values of ``column``, ascending (a file's index values).
+
+    Integers (the usual index key) are sorted by numpy and deduplicated by comparing
+    neighbours: 0.09 ms for 10,000 int64 instead of 1.1 ms for ``pc.unique(...).sort()``
+    (whose sort dominates), measured in docs/benchmarks.md; every other type as before."""
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    values = values.drop_null()
+    if not pa.types.is_integer(values.type):
+        return pc.unique(values).sort()
+    ordered = np.sort(values.to_numpy())
+    if len(ordered) > 1:
+        first = np.empty(len(ordered), dtype=bool)
+        first[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        ordered = ordered[first]
+    return pa.array(ordered, type=values.type)
 
 
 def _rg(opts: WriteOptions) -> dict[str, Any]:
