@@ -178,6 +178,12 @@ def _write(
 def _by_value(pairs: pa.Table) -> pa.Table:
     """``pairs`` in ascending value order (Arrow's: NaN last); the order of a value's
     labels does not matter (a piece's bytes come from write_piece's own sort)."""
+    values = pairs.column("value")
+    if pa.types.is_integer(values.type) and values.null_count == 0:
+        # numpy's unstable sort: a third of Arrow's stable sort_indices' CPU on a run of
+        # 262,144 int64 (8 vs 25 ms), and stability is not needed (see above).
+        order = np.argsort(values.combine_chunks().to_numpy())
+        return pairs.take(pa.array(order))
     return pairs.take(pc.sort_indices(pairs, sort_keys=[("value", "ascending")]))
 
 

@@ -29,6 +29,7 @@ from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import open_parquet, read_failure
 from parquetry.parquet.footer import RawFooter, footer_from_bytes
 from parquetry.parquet.footer_check import pyarrow_hazard
+from parquetry.parquet.footer_memo import FooterMemo
 from parquetry.parquet.utf8 import check_utf8
 from parquetry.store import Store
 
@@ -209,6 +210,7 @@ def read_whole_file(
     decryption: Decryption = None,
     data: bytes | None = None,
     checked: bool = False,
+    memo: FooterMemo | None = None,
 ) -> list[pa.Table]:
     """Every row group of one (small) file as tables, like :func:`read_row_groups`, with
     one GET (none when the caller already holds the file's bytes ``data``). The footer is
@@ -216,6 +218,9 @@ def read_whole_file(
     sees it: pyarrow aborts the process on some malformed footers
     (:mod:`parquetry.parquet.footer_check`), so a corrupted or encrypted file takes the
     checked path, which raises the error naming it. Encrypted reads always take that path.
+    ``memo``: decode the footer through these templates (files written alike, e.g. the
+    files a row operation rewrites: :mod:`parquetry.parquet.footer_memo`), exactly what the
+    Thrift reader would return, in a third of its time; the same check follows.
     """
     if decryption is None:
         try:
@@ -224,7 +229,12 @@ def read_whole_file(
             raise _missing(planned) from None
         try:
             # ``checked``: the caller parsed this footer and found it safe (compaction).
-            raw = None if checked else footer_from_bytes(data, planned.key)
+            if checked:
+                raw = None
+            elif memo is not None:
+                raw = memo.footer(data, planned.key)
+            else:
+                raw = footer_from_bytes(data, planned.key)
             unsafe = raw is not None and (raw.encrypted or pyarrow_hazard(raw) is not None)
         except (InvalidFormat, RecursionError):
             unsafe = True

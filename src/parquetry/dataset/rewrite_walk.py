@@ -25,6 +25,7 @@ from parquetry.dataset.staleread import read_base_file
 from parquetry.dataset.write import FileDescription
 from parquetry.errors import InvalidArgument
 from parquetry.parquet import WriteOptions
+from parquetry.parquet.footer_memo import FooterMemo
 
 if TYPE_CHECKING:
     from parquetry.dataset.dataset import Dataset
@@ -212,10 +213,13 @@ def walk(
         raise InvalidArgument(f"concurrency must be >= 1, got {concurrency}")
 
     in_order = _InOrder(on_edit)
+    # The files of one dataset are usually written alike: their footers decode through
+    # templates (footer_memo.py), still checked before pyarrow sees them.
+    memo = FooterMemo()
 
     def one(index: int, label: str) -> _Done:
         # A file garbage collected meanwhile is a stale base (BaseCollected), not corruption.
-        table = read_base_file(ds, planned(ds, label), operation)
+        table = read_base_file(ds, planned(ds, label), operation, memo=memo)
         decided = _check_edit(edit(label, table), label, ds)
         del table  # the input is not needed while its output is written
         in_order(index, decided)

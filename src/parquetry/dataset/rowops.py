@@ -38,7 +38,7 @@ import pyarrow.dataset as pads
 
 from parquetry.dataset.commit import MAX_RETRIES
 from parquetry.dataset.predicates import DNF, eval_scalar, validate_predicates
-from parquetry.dataset.replace import describe_dnf, row_mask
+from parquetry.dataset.replace import describe_dnf
 from parquetry.dataset.rewrite import (
     CONCURRENCY,
     FileEdit,
@@ -48,6 +48,7 @@ from parquetry.dataset.rewrite import (
     plan_rewrite,
     rewrite,
 )
+from parquetry.dataset.rowmask import RowMask
 from parquetry.dataset.staleread import base_reads
 from parquetry.errors import InvalidArgument, SchemaMismatch, UnknownColumn
 from parquetry.parquet import WriteOptions
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 # (parquetry.spark.operations), so both engines give the same rows and parameters.
 __all__ = [
     "CONCURRENCY",
+    "RowMask",
     "checked_set",
     "delete_edit",
     "delete_targets",
@@ -113,9 +115,10 @@ def delete_targets(ds: Dataset, dnf: DNF) -> tuple[list[str], list[str], int]:
 
 def delete_edit(dnf: DNF) -> Any:
     """The per-file edit of a delete: drop the rows matching ``dnf``."""
+    row_mask = RowMask(dnf)
 
     def edit(label: str, table: pa.Table) -> FileEdit | None:
-        mask = row_mask(table, dnf)
+        mask = row_mask(table)
         hits = mask.true_count
         if not hits:
             return None
@@ -298,9 +301,10 @@ def checked_set(ds: Dataset, assignments: Mapping[str, Any]) -> dict[str, Any]:
 
 def update_edit(ds: Dataset, dnf: DNF, assignments: Mapping[str, Any]) -> Any:
     """The per-file edit of an update: ``assignments`` (:func:`checked_set`) on matches."""
+    row_mask = RowMask(dnf)
 
     def edit(label: str, table: pa.Table) -> FileEdit | None:
-        mask = row_mask(table, dnf)
+        mask = row_mask(table)
         hits = mask.true_count
         if not hits:
             return None

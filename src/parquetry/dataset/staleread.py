@@ -23,12 +23,21 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from parquetry.dataset.plan import PlannedFile
-from parquetry.errors import CommitConflict, MetadataCorrupted, VersionExpired
+from parquetry.dataset.read import DataFileMissing, read_whole_file
+from parquetry.errors import (
+    CommitConflict,
+    InvalidFormat,
+    MetadataCorrupted,
+    NotFound,
+    VersionExpired,
+)
+from parquetry.parquet.footer_memo import FooterMemo
 
 if TYPE_CHECKING:
     from parquetry.dataset.reading import VersionReader as Dataset
 
 __all__ = [
+    "SMALL_FILE_BYTES",
     "BaseCollected",
     "base_reads",
     "collected_base",
@@ -59,12 +68,31 @@ def _version_keys(ds: Dataset) -> set[str]:
     return keys
 
 
+#: Files of at most this many bytes are read by one GET when a footer memo is given
+#: (:func:`read_base_file`): the encoded bytes are held while they are decoded, which a
+#: large file, read column chunk by column chunk, does not need.
+SMALL_FILE_BYTES = 4 << 20
+
+
 def read_base_file(
-    ds: Dataset, planned: PlannedFile, operation: str, columns: Sequence[str] | None = None
+    ds: Dataset,
+    planned: PlannedFile,
+    operation: str,
+    columns: Sequence[str] | None = None,
+    memo: FooterMemo | None = None,
 ) -> pa.Table:
     """``ds.read_file(planned, columns)``; a missing file the newest version no longer
-    references raises :class:`BaseCollected` naming it (see the module docstring)."""
+    references raises :class:`BaseCollected` naming it (see the module docstring).
+
+    ``memo``: a small file (every column, unencrypted dataset) is read with one GET and its
+    footer decoded through the memo's templates, then checked as every read checks it
+    (:func:`~parquetry.dataset.read.read_whole_file`): a row operation's per-file cost."""
     try:
+        if memo is not None and _small(ds, planned, columns):
+            data = _get_whole(ds, planned)
+            names = ds.schema.names
+            tables = read_whole_file(ds.store, ds.schema, planned, names, data=data, memo=memo)
+            return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         return ds._read_planned(planned, columns)
     except MetadataCorrupted as exc:
         if exc.key != planned.key:
@@ -74,6 +102,35 @@ def read_base_file(
             raise  # the newest version needs it: really missing
         what = f"data file {planned.key} (partition {planned.label!r})"
         raise _collected(ds, what, planned.key, operation, number) from None
+
+
+def _get_whole(ds: Dataset, planned: PlannedFile) -> bytes:
+    """The file's bytes, which must be as many as the version records: a file of another
+    size is not the one committed (the ranged read, which trusts the recorded size to find
+    the footer, refuses it too)."""
+    try:
+        data = ds.store.get(planned.key)
+    except NotFound:
+        raise DataFileMissing(
+            f"data file {planned.key} of partition {planned.label!r} is missing", key=planned.key
+        ) from None
+    if len(data) != planned.size:
+        raise InvalidFormat(
+            f"data file {planned.key} of partition {planned.label!r} is {len(data)} bytes, "
+            f"the version records {planned.size}: it is not the file committed",
+            key=planned.key,
+        )
+    return data
+
+
+def _small(ds: Dataset, planned: PlannedFile, columns: Sequence[str] | None) -> bool:
+    return bool(
+        columns is None
+        and ds._decryption is None
+        and ds._doc.encryption is None
+        and planned.size is not None
+        and planned.size <= SMALL_FILE_BYTES
+    )
 
 
 @contextmanager

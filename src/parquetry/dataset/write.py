@@ -11,25 +11,31 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import io
-import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquetry.dataset.intents import DEFAULT_LEASE, Intent
 from parquetry.dataset.naming import DEFAULT_TABLE, data_key, make_label, new_base_label
 from parquetry.dataset.schema import cast_to_schema
 from parquetry.dataset.stats import ColumnStats, compute_stats
+from parquetry.dataset.writeparts import distinct_sorted, split_partitions
 from parquetry.errors import InvalidArgument, UnknownColumn
 from parquetry.parquet import WriteOptions
 from parquetry.parquet.utf8 import first_invalid
 from parquetry.store import PutMode, Store
 
-__all__ = ["Batches", "FileDescription", "iter_input", "storage_schema", "write_files"]
+__all__ = [
+    "Batches",
+    "FileDescription",
+    "distinct_sorted",
+    "iter_input",
+    "storage_schema",
+    "write_files",
+]
 
 FLUSH_BYTES = 128 << 20
 MAX_ROWS_PER_FILE = 4_000_000
@@ -213,9 +219,7 @@ class _FileWriter:
         pq.write_table(data, sink, **self.opts.writer_kwargs(data.schema), **_rg(self.opts))
         payload = sink.getvalue()
         self.store.put(key, payload, mode=PutMode.CREATE)
-        ivals = {
-            c: pc.unique(data.column(c).combine_chunks().drop_null()).sort() for c in self.indices
-        }
+        ivals = {c: distinct_sorted(data.column(c)) for c in self.indices}
         return FileDescription(
             table=self.table,
             key=key,
@@ -231,43 +235,6 @@ class _FileWriter:
 
 def _rg(opts: WriteOptions) -> dict[str, Any]:
     return {"row_group_size": opts.row_group_size} if opts.row_group_size else {}
-
-
-def _split(
-    table: pa.Table, keys: Sequence[str]
-) -> list[tuple[tuple[tuple[str, Any], ...], pa.Table]]:
-    """Split ``table`` into runs of equal partition values (partition columns dropped).
-
-    A null is a partition value of its own (stored as ``NULL_PARTITION``); NaN is refused
-    when the label is made.
-    """
-    # Field refs, not names: pyarrow reads a name like ".x" or "a[0]" as a nested path.
-    order = pc.sort_indices(table, sort_keys=[(pc.field(k), "ascending") for k in keys])
-    table = table.take(order)
-    n = table.num_rows
-    if n == 0:
-        return []
-    change = None
-    for k in keys:
-        col = table.column(k).combine_chunks()
-        after, before = col.slice(1), col.slice(0, n - 1)
-        # not_equal is null next to a null: a run also changes where nullness does.
-        diff = pc.or_(
-            pc.fill_null(pc.not_equal(after, before), False),
-            pc.not_equal(pc.is_null(after), pc.is_null(before)),
-        )
-        change = diff if change is None else pc.or_(change, diff)
-    starts = [0]
-    if change is not None:
-        starts += [i + 1 for i in pc.indices_nonzero(change).to_pylist()]
-    bounds = [*starts, n]
-    payload = table.drop_columns(list(keys))
-    key_cols = [table.column(k) for k in keys]
-    out = []
-    for s, e in itertools.pairwise(bounds):
-        partition = tuple((k, c[s].as_py()) for k, c in zip(keys, key_cols, strict=True))
-        out.append((partition, payload.slice(s, e - s)))
-    return out
 
 
 def write_files(
@@ -339,7 +306,7 @@ def write_files(
         buffered.clear()
         size = 0
         if partition_on:
-            runs = _split(tbl, partition_on)
+            runs = split_partitions(tbl, partition_on)
         else:
             runs = [
                 ((), tbl.slice(s, MAX_ROWS_PER_FILE))
