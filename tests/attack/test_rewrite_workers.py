@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from parquetry.dataset import Dataset
@@ -53,6 +53,13 @@ def _files(root: Path) -> set[str]:
 def _head_files(store: Store) -> set[str]:
     ds = Dataset.open(store, "ds")
     return {key for files in ds.document.partitions.values() for key in files.values()}
+
+
+def _pointer_files(root: Path) -> set[str]:
+    """Files of the version the kartothek pointer names: a commit whose pointer put failed
+    leaves it at an older version, whose files GC keeps for kartothek readers."""
+    pointer = json.loads((root / "ds.by-dataset-metadata.json").read_bytes())
+    return {key for p in pointer["partitions"].values() for key in p["files"].values()}
 
 
 def _intent_files(root: Path) -> set[str]:
@@ -115,6 +122,7 @@ class _Slow(WrapperStore):
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+@example(name="delete", fail_on=4, kind="put")  # the pointer's put fails: it stays behind
 @given(
     name=st.sampled_from(["delete", "update", "upsert"]),
     fail_on=st.integers(1, 60),
@@ -142,7 +150,7 @@ def test_a_store_failing_in_a_worker_commits_all_or_nothing_and_gc_cleans_up(
     Dataset.open(base, "ds").garbage_collect(retention=0)
     # Left: the head's files, and outputs of a failed commit whose write intent is still
     # open (GC cannot tell them from a writer in flight until the intent's lease ends).
-    left = _files(root) - {"ds/_common_metadata"} - _head_files(base)
+    left = _files(root) - {"ds/_common_metadata"} - _head_files(base) - _pointer_files(root)
     assert left <= _intent_files(root)
     # A commit moves a stale pointer on (a failed pointer publication); then GC leaves
     # nothing else either.
