@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from parquetry.dataset.compact_stage import Stager, lean_read, stageable
+from parquetry.dataset.compact_pending import Pending, check_decodes
+from parquetry.dataset.compact_stage import lean_read, stageable
 from parquetry.dataset.compact_write import READ_AHEAD_FILES, READ_THREADS, Accumulator
 from parquetry.dataset.naming import data_key, make_label, new_base_label
 from parquetry.dataset.plan import PlannedFile
@@ -73,14 +74,16 @@ if TYPE_CHECKING:
     from parquetry.dataset.compact_write import BinWriter
     from parquetry.dataset.metadata import FileInfo
 
-__all__ = ["KEEP_FRACTION", "BinCopier"]
+__all__ = ["KEEP_FRACTION", "BinCopier", "Input"]
 
 #: A row group of at least this fraction of the output row-group size is copied whole.
 KEEP_FRACTION = 0.25
 
 
 @dataclass(slots=True)
-class _Input:
+class Input:
+    """One input file fetched and checked (by a read-ahead thread)."""
+
     planned: PlannedFile
     data: bytes
     meta: dict[int, Any] | None  # the checked footer when the file can be copied
@@ -118,7 +121,7 @@ class BinCopier:
 
     # --- inputs ------------------------------------------------------------------------------
 
-    def _fetch(self, f: PlannedFile) -> _Input:
+    def _fetch(self, f: PlannedFile) -> Input:
         try:
             data = self.w.store.get(f.key)
         except NotFound:
@@ -129,11 +132,11 @@ class BinCopier:
         if meta is None and safe:
             start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
             if same is not None and stageable(same, start, self.leaves):
-                return _Input(f, data, None, staged=same)  # decoded with others (compact_stage)
+                return Input(f, data, None, staged=same)  # decoded with others (compact_stage)
             # Decoded here, in a read-ahead thread (pyarrow releases the GIL), as the
             # re-encoding compaction does; its footer was checked just now.
-            return _Input(f, data, None, self._one_by_one(f, data, same is not None))
-        return _Input(f, data, meta)
+            return Input(f, data, None, self._one_by_one(f, data, same is not None))
+        return Input(f, data, meta)
 
     def _one_by_one(self, f: PlannedFile, data: bytes, same: bool = True) -> list[pa.Table]:
         """The rows of one file whose footer was checked and found safe."""
@@ -198,11 +201,11 @@ class BinCopier:
         self._schema_seen = (meta.get(2), meta.get(7))
         return True
 
-    def _inputs(self, files: Sequence[PlannedFile]) -> Iterator[_Input]:
+    def _inputs(self, files: Sequence[PlannedFile]) -> Iterator[Input]:
         """Every input fetched and checked, in order, a bounded number of bytes ahead."""
         ahead_limit = self.w.ahead_bytes
         with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-            pending: list[tuple[PlannedFile, Future[_Input]]] = []
+            pending: list[tuple[PlannedFile, Future[Input]]] = []
             i = 0
             try:
                 while i < len(files) or pending:
@@ -270,7 +273,7 @@ class BinCopier:
     def _assemble(self, files: Sequence[PlannedFile], out: RowGroupAssembler) -> Accumulator:
         """Write every row of ``files`` into ``out``; the statistics of what was written."""
         acc = Accumulator(self.w.payload, self.w.indices)
-        state = _Pending(self, out, acc)
+        state = Pending(self, out, acc)
         for item in self._inputs(files):
             if item.staged is not None:
                 state.stage(item.planned, item.data, item.staged)
@@ -291,7 +294,7 @@ class BinCopier:
                     continue
                 layout = None if self._big(group) else mergeable(group)
                 if layout is not None:
-                    _decodes(item, n)
+                    check_decodes(item, n)
                     state.merge(item.data, group, layout)
                 elif self._big(group) or self.copy_small_dict:
                     out.add_whole(item.data, group)
@@ -301,7 +304,7 @@ class BinCopier:
         out.finish()
         return acc
 
-    def _index_columns(self, item: _Input) -> pa.Table:
+    def _index_columns(self, item: Input) -> pa.Table:
         """The secondary-index columns of a copied file (its footer is checked and safe)."""
         names = list(self.w.indices)
         table = pq.read_table(pa.BufferReader(item.data), columns=names, use_threads=False)
@@ -319,113 +322,3 @@ class BinCopier:
         if meta is None or schema_key(meta) != self.expected:  # pragma: no cover - invariant
             raise InvalidFormat("re-encoded row groups do not have the output's schema")
         return encoded, meta
-
-
-def _decodes(item: _Input, group: int) -> None:
-    """Decode a small row group whose pages are about to be concatenated with other files'
-    (cheap: it is small): a page that decompresses but does not decode (no CRC caught it)
-    would otherwise make the merged chunk, and so the other files' rows, unreadable."""
-    try:
-        pf = pq.ParquetFile(pa.BufferReader(item.data), page_checksum_verification=True)
-        pf.read_row_group(group, use_threads=False)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        f = item.planned
-        raise InvalidFormat(
-            f"data file {f.key} of partition {f.label!r} is damaged: row group {group}: {exc}",
-            key=f.key,
-        ) from None
-
-
-class _Pending:
-    """Row groups waiting to become output row groups: small row groups whose pages will be
-    concatenated (one list per layout, i.e. per combination of codecs), and decoded rows to
-    re-encode. Each fills up to one output row group independently: a compaction does not
-    keep the inputs' row order (which is the order of their random labels anyway)."""
-
-    def __init__(self, copier: BinCopier, out: RowGroupAssembler, acc: Accumulator):
-        self.c, self.out, self.acc = copier, out, acc
-        self.parts: dict[tuple[Any, ...], list[tuple[bytes, dict[int, Any]]]] = {}
-        self.part_bytes: dict[tuple[Any, ...], int] = {}
-        self.tables: list[pa.Table] = []
-        self.table_bytes = self.table_rows = 0
-        # Decoded tables whose statistics and index values are not accounted for yet: taken
-        # once per output row group (one vectorised pass over ~1M rows), not per input file
-        # (thousands of tiny pyarrow calls, each giving up the GIL to the reading threads).
-        self.unaccounted: list[pa.Table] = []
-        self.staged = Stager(
-            copier.template, copier.w.payload, copier.string_columns, copier._one_by_one
-        )
-
-    def _full(self, size: int, rows: int) -> bool:
-        if self.c.group_rows is not None:
-            return rows >= self.c.group_rows
-        return size >= self.c.group_bytes
-
-    def merge(self, data: bytes, group: dict[int, Any], layout: tuple[Any, ...]) -> None:
-        parts = self.parts.setdefault(layout, [])
-        parts.append((data, group))
-        size = self.part_bytes[layout] = self.part_bytes.get(layout, 0) + group.get(2, 0)
-        if self._full(size, sum(g[3] for _, g in parts)):
-            self._flush_parts(layout)
-
-    def reencode(self, item: _Input, group: int) -> None:
-        """Decode one row group of a checked (copyable) file for re-encoding."""
-        pf = pq.ParquetFile(pa.BufferReader(item.data))
-        table = pf.read_row_group(group, use_threads=False)
-        # Its statistics and index values were taken with the whole file's.
-        self.add_table(table.cast(self.c.w.payload))
-
-    def decode(self, item: _Input) -> None:
-        """A file that cannot be copied: decoded (and checked) by the ordinary read path."""
-        w = self.c.w
-        names = w.payload.names
-        for table in read_whole_file(
-            w.store, w.schema, item.planned, names, w.decryption, data=item.data
-        ):
-            self.add_table(table, account=True)
-
-    def add_table(self, table: pa.Table, account: bool = False) -> None:
-        """Rows to re-encode; ``account``: their statistics and index values are still to
-        be taken (they were not, from the version document, with their whole file's)."""
-        self.tables.append(table)
-        if account:
-            self.unaccounted.append(table)
-        self.table_bytes += table.nbytes
-        self.table_rows += table.num_rows
-        if self._full(self.table_bytes, self.table_rows):
-            self._flush_tables()
-
-    def _flush_parts(self, layout: tuple[Any, ...]) -> None:
-        parts = self.parts.pop(layout, [])
-        self.part_bytes.pop(layout, None)
-        if len(parts) == 1:
-            self.out.add_whole(*parts[0])
-        elif parts:
-            self.out.add_merged(parts)
-
-    def stage(self, planned: PlannedFile, data: bytes, meta: dict[int, Any]) -> None:
-        """A small file to decode together with others (:mod:`compact_stage`)."""
-        self.staged.add(planned, data, meta)
-        if self._full(self.staged.bytes, self.staged.rows):
-            self._take_staged()
-
-    def _take_staged(self) -> None:
-        for table in self.staged.take():
-            self.add_table(table, account=True)
-
-    def _flush_tables(self) -> None:
-        if self.unaccounted:
-            self.acc.add(pa.concat_tables(self.unaccounted))
-            self.unaccounted = []
-        if self.tables:
-            data, meta = self.c.reencoded(self.tables)
-            self.tables, self.table_bytes, self.table_rows = [], 0, 0
-            for group in meta[4]:
-                if group[3]:
-                    self.out.add_whole(data, group)
-
-    def flush(self) -> None:
-        self._take_staged()
-        for layout in list(self.parts):
-            self._flush_parts(layout)
-        self._flush_tables()
