@@ -49,6 +49,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from parquetry.dataset.compact_pending import Pending, check_decodes
+from parquetry.dataset.compact_pipeline import NO_TURN, Turn
 from parquetry.dataset.compact_stage import lean_read, stageable
 from parquetry.dataset.compact_write import READ_AHEAD_FILES, READ_THREADS, Accumulator
 from parquetry.dataset.naming import data_key, make_label, new_base_label
@@ -201,9 +202,11 @@ class BinCopier:
         self._schema_seen = (meta.get(2), meta.get(7))
         return True
 
-    def _inputs(self, files: Sequence[PlannedFile]) -> Iterator[Input]:
-        """Every input fetched and checked, in order, a bounded number of bytes ahead."""
+    def _inputs(self, files: Sequence[PlannedFile], turn: Turn) -> Iterator[Input]:
+        """Every input fetched and checked, in order, a bounded number of bytes ahead, in
+        the bin's ``turn`` (compact_pipeline.py)."""
         ahead_limit = self.w.ahead_bytes
+        turn.begin()
         with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
             pending: list[tuple[PlannedFile, Future[Input]]] = []
             i = 0
@@ -217,10 +220,12 @@ class BinCopier:
                         pending.append((f, pool.submit(self._fetch, f)))
                         ahead += f.size or 0
                         i += 1
+                    turn.check()
                     yield pending.pop(0)[1].result()
             finally:
                 for _, fut in pending:
                     fut.cancel()
+        turn.end()  # all read: the next bin may read while this one finishes
 
     # --- output ------------------------------------------------------------------------------
 
@@ -230,15 +235,18 @@ class BinCopier:
         return bool(group.get(2, 0) >= self.group_bytes * KEEP_FRACTION)
 
     def write(
-        self, partition: tuple[tuple[str, Any], ...], files: Sequence[PlannedFile]
+        self,
+        partition: tuple[tuple[str, Any], ...],
+        files: Sequence[PlannedFile],
+        turn: Turn = NO_TURN,
     ) -> FileDescription:
-        """One output file holding every row of ``files``."""
+        """One output file holding every row of ``files``, read in ``turn``."""
         label = make_label(partition, new_base_label())
         key = data_key(self.w.uuid, self.w.table, label)
         with self.w.store.open_writer(key, mode=PutMode.CREATE) as sink:
             try:
                 out = RowGroupAssembler(self.template, self.created_by, sink)
-                acc = self._assemble(files, out)
+                acc = self._assemble(files, out, turn)
             except UnreadableFooter as exc:
                 raise self._unreadable(files, exc) from None
             self.w.intent.record([key])  # before the commit makes it visible (compact_write)
@@ -270,11 +278,13 @@ class BinCopier:
         keys = [f.key for f in files]
         return InvalidFormat(f"compacting {keys}: the output's footer does not parse ({exc})")
 
-    def _assemble(self, files: Sequence[PlannedFile], out: RowGroupAssembler) -> Accumulator:
+    def _assemble(
+        self, files: Sequence[PlannedFile], out: RowGroupAssembler, turn: Turn
+    ) -> Accumulator:
         """Write every row of ``files`` into ``out``; the statistics of what was written."""
         acc = Accumulator(self.w.payload, self.w.indices)
         state = Pending(self, out, acc)
-        for item in self._inputs(files):
+        for item in self._inputs(files, turn):
             if item.staged is not None:
                 state.stage(item.planned, item.data, item.staged)
                 continue
