@@ -304,7 +304,7 @@ class BinCopier:
                     continue
                 layout = None if self._big(group) else mergeable(group)
                 if layout is not None:
-                    check_decodes(item, n)
+                    check_decodes(item, n, self.string_columns)
                     state.merge(item.data, group, layout)
                 elif self._big(group) or self.copy_small_dict:
                     out.add_whole(item.data, group)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ from parquetry.dataset.compact_stage import Stager
 from parquetry.dataset.plan import PlannedFile
 from parquetry.dataset.read import read_whole_file
 from parquetry.errors import InvalidFormat
+from parquetry.parquet.utf8 import check_utf8
 
 if TYPE_CHECKING:
     from parquetry.dataset.compact_copy import BinCopier, Input
@@ -21,19 +23,23 @@ if TYPE_CHECKING:
 __all__ = ["Pending", "check_decodes"]
 
 
-def check_decodes(item: Input, group: int) -> None:
+def check_decodes(item: Input, group: int, string_columns: Sequence[str]) -> None:
     """Decode a small row group whose pages are about to be concatenated with other files'
-    (cheap: it is small): a page that decompresses but does not decode (no CRC caught it)
-    would otherwise make the merged chunk, and so the other files' rows, unreadable."""
+    (cheap: it is small): a page that decompresses but does not decode (no CRC caught it),
+    or a string that is not UTF-8 (pyarrow does not check, every read path does), would
+    otherwise make the merged chunk, and so the other files' rows, unreadable."""
+    f = item.planned
     try:
         pf = pq.ParquetFile(pa.BufferReader(item.data), page_checksum_verification=True)
-        pf.read_row_group(group, use_threads=False)
+        table = pf.read_row_group(group, use_threads=False)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        f = item.planned
         raise InvalidFormat(
             f"data file {f.key} of partition {f.label!r} is damaged: row group {group}: {exc}",
             key=f.key,
         ) from None
+    for name in string_columns:
+        if name in table.column_names:
+            check_utf8(table.column(name), f.key, name)
 
 
 class Pending:
