@@ -310,6 +310,7 @@ class BinCopier:
                     out.add_whole(item.data, group)
                 else:
                     state.reencode(item, n)
+        turn.finish()  # one bin's last row groups in pyarrow at a time: memory
         state.flush()
         out.finish()
         return acc
@@ -320,14 +321,15 @@ class BinCopier:
         table = pq.read_table(pa.BufferReader(item.data), columns=names, use_threads=False)
         return table.cast(pa.schema([self.w.payload.field(n) for n in names]))
 
-    def reencoded(self, tables: Sequence[pa.Table]) -> tuple[bytes, dict[int, Any]]:
-        """``tables`` written by pyarrow with the dataset's options, as bytes and footer."""
+    def reencoded(self, tables: Sequence[pa.Table]) -> tuple[memoryview, dict[int, Any]]:
+        """``tables`` written by pyarrow with the dataset's options, as bytes and footer
+        (a view of pyarrow's buffer: no copy of an encoded output row group)."""
         data = pa.concat_tables(tables)
         sink = pa.BufferOutputStream()
         kwargs = self.w.opts.writer_kwargs(self.w.payload, data)
         rg = self.w.opts.row_group_size or data.num_rows or 1
         pq.write_table(data, sink, row_group_size=rg, **kwargs)
-        encoded = sink.getvalue().to_pybytes()
+        encoded = memoryview(sink.getvalue())
         meta = footer_from_bytes(encoded, "<re-encoded row group>").metadata
         if meta is None or schema_key(meta) != self.expected:  # pragma: no cover - invariant
             raise InvalidFormat("re-encoded row groups do not have the output's schema")

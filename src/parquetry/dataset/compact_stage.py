@@ -37,6 +37,7 @@ from parquetry.parquet.utf8 import check_utf8
 __all__ = ["Stager", "lean_read", "stageable"]
 
 _REQUIRED = frozenset({1, 2, 3, 4, 5, 6, 7, 9})
+_COPIED: dict[int, Any] = {}  # the footer of a staged file whose row groups were copied
 
 
 def stageable(meta: dict[int, Any], footer_start: int, leaves: int) -> bool:
@@ -115,6 +116,9 @@ class Stager:
             for group in item.meta.get(4, []):
                 if group[3]:
                     out.add_whole(item.data, group)
+            # Its decoded footer is not needed again (the fallback reads the bytes): freed
+            # now, while the next bin's inputs are read (compact_pipeline.py).
+            item.meta = _COPIED
         pf = pq.ParquetFile(
             pa.BufferReader(out.finish()),
             coerce_int96_timestamp_unit="us",

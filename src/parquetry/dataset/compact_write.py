@@ -257,6 +257,7 @@ class BinWriter:
             size += group.nbytes
             if size >= self.group_bytes and not self.sort_by:
                 flush()
+        turn.finish()  # one bin's last row groups in pyarrow at a time: memory
         flush()
         if writer is None:  # inputs without rows (a kartothek file of an empty frame)
             writer = pq.ParquetWriter(sink, self.payload, **self.opts.writer_kwargs(self.payload))
