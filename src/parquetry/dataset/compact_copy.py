@@ -149,6 +149,12 @@ class BinCopier:
             )
         return tables
 
+    def reread(self, f: PlannedFile) -> list[pa.Table]:
+        """The rows of one staged file, fetched again and read by the ordinary read path
+        (footer checked again): the staging decode failed, this says which file is at fault."""
+        names = self.w.payload.names
+        return read_whole_file(self.w.store, self.w.schema, f, names, None)
+
     def _reencode_all(self, meta: dict[int, Any]) -> bool:
         """Under ``"auto"``: every row group is small and dictionary-encoded."""
         try:

@@ -59,7 +59,7 @@ class Pending:
         # (thousands of tiny pyarrow calls, each giving up the GIL to the reading threads).
         self.unaccounted: list[pa.Table] = []
         self.staged = Stager(
-            copier.template, copier.w.payload, copier.string_columns, copier._one_by_one
+            copier.template, copier.w.payload, copier.string_columns, copier.reread
         )
 
     def _full(self, size: int, rows: int) -> bool:
