@@ -238,3 +238,24 @@ def test_a_store_failure_in_a_later_bin_commits_nothing() -> None:
     assert Dataset.open(inner, "c").version == ds.version
     assert _data_keys(inner) == keys_before
     assert not _bin_threads()
+
+
+def test_the_callers_error_after_the_first_output_deletes_every_output() -> None:
+    """The progress callback raises after the first output (the next bin is in flight):
+    its error propagates, nothing is committed, no output is left, no thread runs."""
+    store = MemoryStore()
+    ds = _dataset(store)
+    keys_before = _data_keys(store)
+
+    class Stop(Exception):
+        pass
+
+    def progress(done: int, total: int) -> None:
+        if done:
+            raise Stop
+
+    with pytest.raises(Stop):
+        ds.compact(target_file_size=1 << 20, progress=progress)
+    assert Dataset.open(store, "c").version == ds.version
+    assert _data_keys(store) == keys_before
+    assert not _bin_threads()

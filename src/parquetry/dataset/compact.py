@@ -134,15 +134,18 @@ def _write_outputs(
     try:
         # Two bins at a time: one reads its inputs while the other is encoded
         # (compact_pipeline.py); outputs come back in plan order.
-        for output, b in zip(write_bins(plan.bins, write, abandon), plan.bins, strict=True):
-            outputs.append(output)
-            if sinks is not None:
-                # The output's index values go to the commit's spilling sinks now, not
-                # held until the commit (indexsinks.py).
-                outputs[-1:] = sinks.take(outputs[-1:])
-            done += len(b.files)
-            if progress is not None:
-                progress(done, total)
+        # closing: an error here stops the bins in flight (and deletes what they wrote)
+        # before the outputs already taken are deleted below.
+        with contextlib.closing(write_bins(plan.bins, write, abandon)) as written:
+            for output, b in zip(written, plan.bins, strict=True):
+                outputs.append(output)
+                if sinks is not None:
+                    # The output's index values go to the commit's spilling sinks now, not
+                    # held until the commit (indexsinks.py).
+                    outputs[-1:] = sinks.take(outputs[-1:])
+                done += len(b.files)
+                if progress is not None:
+                    progress(done, total)
     except BaseException:
         # Nobody will commit these: delete them now (best effort; GC covers the rest).
         with contextlib.suppress(ParquetryError):

@@ -30,8 +30,10 @@ Memory: the output is streamed to the store as it is assembled
 in flight), so what is held is the inputs read ahead
 (:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), the inputs whose small row
 groups wait to be merged (less than one output row group of them per codec layout) or to
-be decoded together (less than one output row group, uncompressed, and its staging copy),
-less than two output row groups decoded for re-encoding, and the output's footer.
+be decoded together (their staging copy: less than one output row group, uncompressed),
+less than two output row groups decoded for re-encoding, and the output's footer. Two bins
+are in flight (:mod:`parquetry.dataset.compact_pipeline`): the next one holds its inputs
+read ahead and its staging copy on top.
 
 What the output does not carry over: page indexes and bloom filters (they point into the
 inputs), and the inputs keep their codec and encodings (the dataset's ``compression`` and
