@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
@@ -122,7 +122,7 @@ def write_bins(
     write: Callable[[B, Turn], R],
     abandon: Callable[[list[R]], None],
     in_flight: int = BINS_IN_FLIGHT,
-) -> Iterator[R]:
+) -> Generator[R, None, None]:
     """``write(bin, turn)`` of every bin, yielded in order (see the module doc);
     ``abandon(outputs)`` deletes outputs written but not yielded when the pipeline fails."""
     if in_flight <= 1 or len(bins) <= 1:
