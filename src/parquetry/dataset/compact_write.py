@@ -9,7 +9,9 @@ the input files read ahead (at most half the target or :data:`READ_AHEAD_BYTES` 
 held decoded: the largest share, see docs/benchmarks.md "Compaction memory"; a larger file
 is decoded one row group at a time), plus one input row group.
 With ``sort_by`` the whole output is decoded and sorted in memory first: one decoded target
-file on top.
+file on top. A compaction writes two outputs at once (:mod:`parquetry.dataset.compact_pipeline`:
+one reads its inputs while the other encodes its last row group): the reading one's inputs
+read ahead and buffered row groups come on top.
 
 Statistics and index values of the output are accumulated per row group (min of the
 minima, max of the maxima, nulls summed; distinct index values), never from the whole file.
