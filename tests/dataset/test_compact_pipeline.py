@@ -259,3 +259,18 @@ def test_the_callers_error_after_the_first_output_deletes_every_output() -> None
     assert Dataset.open(store, "c").version == ds.version
     assert _data_keys(store) == keys_before
     assert not _bin_threads()
+
+
+def test_one_bin_in_flight_writes_on_the_callers_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``BINS_IN_FLIGHT = 1`` (read at each call) switches the pipeline off."""
+    from parquetry.dataset import compact_pipeline
+
+    monkeypatch.setattr(compact_pipeline, "BINS_IN_FLIGHT", 1)
+    threads: set[str] = set()
+
+    def write(i: int, turn: Turn) -> int:
+        threads.add(threading.current_thread().name)
+        return i
+
+    assert list(write_bins(range(3), write, lambda _: None)) == [0, 1, 2]
+    assert threads == {threading.current_thread().name}

@@ -121,10 +121,14 @@ def write_bins(
     bins: Sequence[B],
     write: Callable[[B, Turn], R],
     abandon: Callable[[list[R]], None],
-    in_flight: int = BINS_IN_FLIGHT,
+    in_flight: int | None = None,
 ) -> Generator[R, None, None]:
     """``write(bin, turn)`` of every bin, yielded in order (see the module doc);
-    ``abandon(outputs)`` deletes outputs written but not yielded when the pipeline fails."""
+    ``abandon(outputs)`` deletes outputs written but not yielded when the pipeline fails;
+    ``in_flight``: bins at once (default :data:`BINS_IN_FLIGHT`, read at each call; 1: one
+    after the other, on the caller's thread)."""
+    if in_flight is None:
+        in_flight = BINS_IN_FLIGHT
     if in_flight <= 1 or len(bins) <= 1:
         for b in bins:
             yield write(b, NO_TURN)
