@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -89,6 +90,23 @@ def test_a_page_that_does_not_decode_is_not_merged_with_other_files(mode: Any) -
     healthy = ds.read(columns=["s"], predicates=[[("id", ">=", 50)]])
     assert healthy.num_rows == 150  # the other files' rows read before the compaction
     # Before the fix: committed, and the merged chunk made all 200 rows of "s" unreadable.
+    _refused(ds, key, mode)
+
+
+@pytest.mark.parametrize("mode", [True, "auto"])
+def test_a_string_that_is_not_utf8_stops_the_merge(mode: Any) -> None:
+    """A string value turned into bytes that are not UTF-8 (no CRC, uncompressed: nothing
+    else notices; hypothesis found it with one flipped bit). Before the fix its pages were
+    concatenated with the other files' (``binary_copy=True``) and committed: the output,
+    and so every healthy file's rows in it, failed the read path's UTF-8 check."""
+    ds = _dataset(WriteOptions(dictionary=False, compression="none"))
+    key, data, _ = _chunk(ds, 1)
+    first = pq.read_table(pa.BufferReader(bytes(data)))["id"][0].as_py()
+    at = data.index(f"v{first + 7}".encode())
+    data[at + 1] = 0xFF  # "v57" -> b"v\xff7": a byte never valid in UTF-8
+    ds.store.put(key, bytes(data))
+    with pytest.raises(InvalidFormat, match="UTF-8"):
+        ds.read()
     _refused(ds, key, mode)
 
 

@@ -6,7 +6,6 @@ or the output must hold exactly the rows the inputs read as; healthy inputs are 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -17,6 +16,7 @@ from parquetry.dataset import Dataset, compact_stage
 from parquetry.errors import InvalidFormat
 from parquetry.parquet import WriteOptions
 from parquetry.parquet.footer import footer_from_bytes
+from parquetry.parquet.leancopy import LeanAssembler
 from parquetry.store import MemoryStore
 
 
@@ -50,9 +50,9 @@ def test_healthy_small_dictionary_files_are_decoded_together(
     batches: list[int] = []
     real = compact_stage.Stager._decode
 
-    def spy(self: compact_stage.Stager, items: list[Any]) -> pa.Table:
-        batches.append(len(items))
-        return real(self, items)
+    def spy(self: compact_stage.Stager, staged: LeanAssembler) -> pa.Table:
+        batches.append(staged.count)  # row groups in the staging file: one per input here
+        return real(self, staged)
 
     monkeypatch.setattr(compact_stage.Stager, "_decode", spy)
     ds = _dataset(WriteOptions(dictionary=True, compression="snappy"), files=6)

@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from parquetry.dataset.commit import MAX_RETRIES
-from parquetry.dataset.compact_plan import CompactionPlan
+from parquetry.dataset.compact_pipeline import Turn, write_bins
+from parquetry.dataset.compact_plan import CompactionBin, CompactionPlan
 from parquetry.dataset.compact_write import BinaryCopy, BinWriter
 from parquetry.dataset.encrypted import write_options_for
 from parquetry.dataset.indexsinks import IndexSinks
@@ -123,16 +124,28 @@ def _write_outputs(
     outputs: list[FileDescription] = []
     if progress is not None:
         progress(0, total)
+
+    def write(b: CompactionBin, turn: Turn) -> FileDescription:
+        return writer.write(b.partition, b.files, turn)
+
+    def abandon(files: list[FileDescription]) -> None:
+        abandon_files(ds.store, ds.uuid, files)
+
     try:
-        for b in plan.bins:
-            outputs.append(writer.write(b.partition, b.files))
-            if sinks is not None:
-                # The output's index values go to the commit's spilling sinks now, not
-                # held until the commit (indexsinks.py).
-                outputs[-1:] = sinks.take(outputs[-1:])
-            done += len(b.files)
-            if progress is not None:
-                progress(done, total)
+        # Two bins at a time: one reads its inputs while the other is encoded
+        # (compact_pipeline.py); outputs come back in plan order.
+        # closing: an error here stops the bins in flight (and deletes what they wrote)
+        # before the outputs already taken are deleted below.
+        with contextlib.closing(write_bins(plan.bins, write, abandon)) as written:
+            for output, b in zip(written, plan.bins, strict=True):
+                outputs.append(output)
+                if sinks is not None:
+                    # The output's index values go to the commit's spilling sinks now, not
+                    # held until the commit (indexsinks.py).
+                    outputs[-1:] = sinks.take(outputs[-1:])
+                done += len(b.files)
+                if progress is not None:
+                    progress(done, total)
     except BaseException:
         # Nobody will commit these: delete them now (best effort; GC covers the rest).
         with contextlib.suppress(ParquetryError):

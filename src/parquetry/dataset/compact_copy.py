@@ -30,8 +30,10 @@ Memory: the output is streamed to the store as it is assembled
 in flight), so what is held is the inputs read ahead
 (:data:`~parquetry.dataset.compact_write.READ_AHEAD_BYTES`), the inputs whose small row
 groups wait to be merged (less than one output row group of them per codec layout) or to
-be decoded together (less than one output row group, uncompressed, and its staging copy),
-less than two output row groups decoded for re-encoding, and the output's footer.
+be decoded together (their staging copy: less than one output row group, uncompressed),
+less than two output row groups decoded for re-encoding, and the output's footer. Two bins
+are in flight (:mod:`parquetry.dataset.compact_pipeline`): the next one holds its inputs
+read ahead and its staging copy on top.
 
 What the output does not carry over: page indexes and bloom filters (they point into the
 inputs), and the inputs keep their codec and encodings (the dataset's ``compression`` and
@@ -48,7 +50,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from parquetry.dataset.compact_stage import Stager, lean_read, stageable
+from parquetry.dataset.compact_pending import Pending, check_decodes
+from parquetry.dataset.compact_pipeline import NO_TURN, Turn
+from parquetry.dataset.compact_stage import lean_read, stageable
 from parquetry.dataset.compact_write import READ_AHEAD_FILES, READ_THREADS, Accumulator
 from parquetry.dataset.naming import data_key, make_label, new_base_label
 from parquetry.dataset.plan import PlannedFile
@@ -73,14 +77,16 @@ if TYPE_CHECKING:
     from parquetry.dataset.compact_write import BinWriter
     from parquetry.dataset.metadata import FileInfo
 
-__all__ = ["KEEP_FRACTION", "BinCopier"]
+__all__ = ["KEEP_FRACTION", "BinCopier", "Input"]
 
 #: A row group of at least this fraction of the output row-group size is copied whole.
 KEEP_FRACTION = 0.25
 
 
 @dataclass(slots=True)
-class _Input:
+class Input:
+    """One input file fetched and checked (by a read-ahead thread)."""
+
     planned: PlannedFile
     data: bytes
     meta: dict[int, Any] | None  # the checked footer when the file can be copied
@@ -118,7 +124,7 @@ class BinCopier:
 
     # --- inputs ------------------------------------------------------------------------------
 
-    def _fetch(self, f: PlannedFile) -> _Input:
+    def _fetch(self, f: PlannedFile) -> Input:
         try:
             data = self.w.store.get(f.key)
         except NotFound:
@@ -129,11 +135,11 @@ class BinCopier:
         if meta is None and safe:
             start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
             if same is not None and stageable(same, start, self.leaves):
-                return _Input(f, data, None, staged=same)  # decoded with others (compact_stage)
+                return Input(f, data, None, staged=same)  # decoded with others (compact_stage)
             # Decoded here, in a read-ahead thread (pyarrow releases the GIL), as the
             # re-encoding compaction does; its footer was checked just now.
-            return _Input(f, data, None, self._one_by_one(f, data, same is not None))
-        return _Input(f, data, meta)
+            return Input(f, data, None, self._one_by_one(f, data, same is not None))
+        return Input(f, data, meta)
 
     def _one_by_one(self, f: PlannedFile, data: bytes, same: bool = True) -> list[pa.Table]:
         """The rows of one file whose footer was checked and found safe."""
@@ -144,6 +150,12 @@ class BinCopier:
                 self.w.store, self.w.schema, f, names, None, data=data, checked=True
             )
         return tables
+
+    def reread(self, f: PlannedFile) -> list[pa.Table]:
+        """The rows of one staged file, fetched again and read by the ordinary read path
+        (footer checked again): the staging decode failed, this says which file is at fault."""
+        names = self.w.payload.names
+        return read_whole_file(self.w.store, self.w.schema, f, names, None)
 
     def _reencode_all(self, meta: dict[int, Any]) -> bool:
         """Under ``"auto"``: every row group is small and dictionary-encoded."""
@@ -198,11 +210,13 @@ class BinCopier:
         self._schema_seen = (meta.get(2), meta.get(7))
         return True
 
-    def _inputs(self, files: Sequence[PlannedFile]) -> Iterator[_Input]:
-        """Every input fetched and checked, in order, a bounded number of bytes ahead."""
+    def _inputs(self, files: Sequence[PlannedFile], turn: Turn) -> Iterator[Input]:
+        """Every input fetched and checked, in order, a bounded number of bytes ahead, in
+        the bin's ``turn`` (compact_pipeline.py)."""
         ahead_limit = self.w.ahead_bytes
+        turn.begin()
         with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-            pending: list[tuple[PlannedFile, Future[_Input]]] = []
+            pending: list[tuple[PlannedFile, Future[Input]]] = []
             i = 0
             try:
                 while i < len(files) or pending:
@@ -214,10 +228,12 @@ class BinCopier:
                         pending.append((f, pool.submit(self._fetch, f)))
                         ahead += f.size or 0
                         i += 1
+                    turn.check()
                     yield pending.pop(0)[1].result()
             finally:
                 for _, fut in pending:
                     fut.cancel()
+        turn.end()  # all read: the next bin may read while this one finishes
 
     # --- output ------------------------------------------------------------------------------
 
@@ -227,15 +243,18 @@ class BinCopier:
         return bool(group.get(2, 0) >= self.group_bytes * KEEP_FRACTION)
 
     def write(
-        self, partition: tuple[tuple[str, Any], ...], files: Sequence[PlannedFile]
+        self,
+        partition: tuple[tuple[str, Any], ...],
+        files: Sequence[PlannedFile],
+        turn: Turn = NO_TURN,
     ) -> FileDescription:
-        """One output file holding every row of ``files``."""
+        """One output file holding every row of ``files``, read in ``turn``."""
         label = make_label(partition, new_base_label())
         key = data_key(self.w.uuid, self.w.table, label)
         with self.w.store.open_writer(key, mode=PutMode.CREATE) as sink:
             try:
                 out = RowGroupAssembler(self.template, self.created_by, sink)
-                acc = self._assemble(files, out)
+                acc = self._assemble(files, out, turn)
             except UnreadableFooter as exc:
                 raise self._unreadable(files, exc) from None
             self.w.intent.record([key])  # before the commit makes it visible (compact_write)
@@ -267,11 +286,13 @@ class BinCopier:
         keys = [f.key for f in files]
         return InvalidFormat(f"compacting {keys}: the output's footer does not parse ({exc})")
 
-    def _assemble(self, files: Sequence[PlannedFile], out: RowGroupAssembler) -> Accumulator:
+    def _assemble(
+        self, files: Sequence[PlannedFile], out: RowGroupAssembler, turn: Turn
+    ) -> Accumulator:
         """Write every row of ``files`` into ``out``; the statistics of what was written."""
         acc = Accumulator(self.w.payload, self.w.indices)
-        state = _Pending(self, out, acc)
-        for item in self._inputs(files):
+        state = Pending(self, out, acc)
+        for item in self._inputs(files, turn):
             if item.staged is not None:
                 state.stage(item.planned, item.data, item.staged)
                 continue
@@ -291,141 +312,33 @@ class BinCopier:
                     continue
                 layout = None if self._big(group) else mergeable(group)
                 if layout is not None:
-                    _decodes(item, n)
+                    check_decodes(item, n, self.string_columns)
                     state.merge(item.data, group, layout)
                 elif self._big(group) or self.copy_small_dict:
                     out.add_whole(item.data, group)
                 else:
                     state.reencode(item, n)
+        turn.finish()  # one bin's last row groups in pyarrow at a time: memory
         state.flush()
         out.finish()
         return acc
 
-    def _index_columns(self, item: _Input) -> pa.Table:
+    def _index_columns(self, item: Input) -> pa.Table:
         """The secondary-index columns of a copied file (its footer is checked and safe)."""
         names = list(self.w.indices)
         table = pq.read_table(pa.BufferReader(item.data), columns=names, use_threads=False)
         return table.cast(pa.schema([self.w.payload.field(n) for n in names]))
 
-    def reencoded(self, tables: Sequence[pa.Table]) -> tuple[bytes, dict[int, Any]]:
-        """``tables`` written by pyarrow with the dataset's options, as bytes and footer."""
+    def reencoded(self, tables: Sequence[pa.Table]) -> tuple[memoryview, dict[int, Any]]:
+        """``tables`` written by pyarrow with the dataset's options, as bytes and footer
+        (a view of pyarrow's buffer: no copy of an encoded output row group)."""
         data = pa.concat_tables(tables)
         sink = pa.BufferOutputStream()
         kwargs = self.w.opts.writer_kwargs(self.w.payload, data)
         rg = self.w.opts.row_group_size or data.num_rows or 1
         pq.write_table(data, sink, row_group_size=rg, **kwargs)
-        encoded = sink.getvalue().to_pybytes()
+        encoded = memoryview(sink.getvalue())
         meta = footer_from_bytes(encoded, "<re-encoded row group>").metadata
         if meta is None or schema_key(meta) != self.expected:  # pragma: no cover - invariant
             raise InvalidFormat("re-encoded row groups do not have the output's schema")
         return encoded, meta
-
-
-def _decodes(item: _Input, group: int) -> None:
-    """Decode a small row group whose pages are about to be concatenated with other files'
-    (cheap: it is small): a page that decompresses but does not decode (no CRC caught it)
-    would otherwise make the merged chunk, and so the other files' rows, unreadable."""
-    try:
-        pf = pq.ParquetFile(pa.BufferReader(item.data), page_checksum_verification=True)
-        pf.read_row_group(group, use_threads=False)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        f = item.planned
-        raise InvalidFormat(
-            f"data file {f.key} of partition {f.label!r} is damaged: row group {group}: {exc}",
-            key=f.key,
-        ) from None
-
-
-class _Pending:
-    """Row groups waiting to become output row groups: small row groups whose pages will be
-    concatenated (one list per layout, i.e. per combination of codecs), and decoded rows to
-    re-encode. Each fills up to one output row group independently: a compaction does not
-    keep the inputs' row order (which is the order of their random labels anyway)."""
-
-    def __init__(self, copier: BinCopier, out: RowGroupAssembler, acc: Accumulator):
-        self.c, self.out, self.acc = copier, out, acc
-        self.parts: dict[tuple[Any, ...], list[tuple[bytes, dict[int, Any]]]] = {}
-        self.part_bytes: dict[tuple[Any, ...], int] = {}
-        self.tables: list[pa.Table] = []
-        self.table_bytes = self.table_rows = 0
-        # Decoded tables whose statistics and index values are not accounted for yet: taken
-        # once per output row group (one vectorised pass over ~1M rows), not per input file
-        # (thousands of tiny pyarrow calls, each giving up the GIL to the reading threads).
-        self.unaccounted: list[pa.Table] = []
-        self.staged = Stager(
-            copier.template, copier.w.payload, copier.string_columns, copier._one_by_one
-        )
-
-    def _full(self, size: int, rows: int) -> bool:
-        if self.c.group_rows is not None:
-            return rows >= self.c.group_rows
-        return size >= self.c.group_bytes
-
-    def merge(self, data: bytes, group: dict[int, Any], layout: tuple[Any, ...]) -> None:
-        parts = self.parts.setdefault(layout, [])
-        parts.append((data, group))
-        size = self.part_bytes[layout] = self.part_bytes.get(layout, 0) + group.get(2, 0)
-        if self._full(size, sum(g[3] for _, g in parts)):
-            self._flush_parts(layout)
-
-    def reencode(self, item: _Input, group: int) -> None:
-        """Decode one row group of a checked (copyable) file for re-encoding."""
-        pf = pq.ParquetFile(pa.BufferReader(item.data))
-        table = pf.read_row_group(group, use_threads=False)
-        # Its statistics and index values were taken with the whole file's.
-        self.add_table(table.cast(self.c.w.payload))
-
-    def decode(self, item: _Input) -> None:
-        """A file that cannot be copied: decoded (and checked) by the ordinary read path."""
-        w = self.c.w
-        names = w.payload.names
-        for table in read_whole_file(
-            w.store, w.schema, item.planned, names, w.decryption, data=item.data
-        ):
-            self.add_table(table, account=True)
-
-    def add_table(self, table: pa.Table, account: bool = False) -> None:
-        """Rows to re-encode; ``account``: their statistics and index values are still to
-        be taken (they were not, from the version document, with their whole file's)."""
-        self.tables.append(table)
-        if account:
-            self.unaccounted.append(table)
-        self.table_bytes += table.nbytes
-        self.table_rows += table.num_rows
-        if self._full(self.table_bytes, self.table_rows):
-            self._flush_tables()
-
-    def _flush_parts(self, layout: tuple[Any, ...]) -> None:
-        parts = self.parts.pop(layout, [])
-        self.part_bytes.pop(layout, None)
-        if len(parts) == 1:
-            self.out.add_whole(*parts[0])
-        elif parts:
-            self.out.add_merged(parts)
-
-    def stage(self, planned: PlannedFile, data: bytes, meta: dict[int, Any]) -> None:
-        """A small file to decode together with others (:mod:`compact_stage`)."""
-        self.staged.add(planned, data, meta)
-        if self._full(self.staged.bytes, self.staged.rows):
-            self._take_staged()
-
-    def _take_staged(self) -> None:
-        for table in self.staged.take():
-            self.add_table(table, account=True)
-
-    def _flush_tables(self) -> None:
-        if self.unaccounted:
-            self.acc.add(pa.concat_tables(self.unaccounted))
-            self.unaccounted = []
-        if self.tables:
-            data, meta = self.c.reencoded(self.tables)
-            self.tables, self.table_bytes, self.table_rows = [], 0, 0
-            for group in meta[4]:
-                if group[3]:
-                    self.out.add_whole(data, group)
-
-    def flush(self) -> None:
-        self._take_staged()
-        for layout in list(self.parts):
-            self._flush_parts(layout)
-        self._flush_tables()

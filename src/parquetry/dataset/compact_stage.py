@@ -13,14 +13,14 @@ Only files whose footer parquetry's Thrift reader has checked (and found safe fo
 and whose Parquet schema is the output's are staged, and only when every column chunk lies
 within the file's data (:func:`stageable`). If anything about the staging file fails to
 decode (a damaged page, pyarrow's error, a string that is not UTF-8, other Arrow types),
-each staged file is decoded again on its own by the ordinary read path, which raises the
-error naming the file at fault: staging changes the cost, never an outcome.
+each staged file is fetched and decoded again on its own by the ordinary read path (its
+footer checked again), which raises the error naming the file at fault: staging changes
+the cost, never an outcome.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -68,53 +68,57 @@ def stageable(meta: dict[int, Any], footer_start: int, leaves: int) -> bool:
     return True
 
 
-@dataclass(slots=True)
-class _Staged:
-    planned: PlannedFile
-    data: bytes
-    meta: dict[int, Any]
-
-
 class Stager:
-    """Small files waiting to be decoded together (see the module doc)."""
+    """Small files waiting to be decoded together (see the module doc). Each file's row
+    groups are copied into the staging file when it is added (while the bin reads its
+    inputs, compact_pipeline.py), so neither its bytes nor its decoded footer are held."""
 
     def __init__(
         self,
         template: dict[int, Any],
         payload: pa.Schema,
         string_columns: list[str],
-        one_by_one: Callable[[PlannedFile, bytes], list[pa.Table]],
+        reread: Callable[[PlannedFile], list[pa.Table]],
     ):
         self.template, self.payload = template, payload
         self.string_columns = string_columns
-        self.one_by_one = one_by_one  # the ordinary (checked) read of one file
-        self.items: list[_Staged] = []
+        self.reread = reread  # the ordinary read of one file: its own GET, footer checked
+        self.files: list[PlannedFile] = []
+        self.out: LeanAssembler | None = None
+        self.broken = False  # a footer the staging copy could not take: decode one by one
         self.rows = 0
         self.bytes = 0  # uncompressed, as the footers say: about the decoded size
 
     def add(self, planned: PlannedFile, data: bytes, meta: dict[int, Any]) -> None:
-        self.items.append(_Staged(planned, data, meta))
-        for group in meta.get(4, []):
-            self.rows += group[3]
-            self.bytes += group.get(2) or 0
+        self.files.append(planned)
+        if self.out is None:
+            self.out = LeanAssembler(self.template, b"parquetry staging")
+        try:
+            for group in meta.get(4, []):
+                if group[3]:
+                    self.out.add_whole(data, group)
+                self.rows += group[3]
+                self.bytes += group.get(2) or 0
+        except (KeyError, IndexError, TypeError, ValueError):
+            self.broken = True  # take() reads each file again: the read path names it
 
     def take(self) -> list[pa.Table]:
         """The rows of every staged file (then none is staged)."""
-        items, self.items, self.rows, self.bytes = self.items, [], 0, 0
-        if not items:
+        files, out, broken = self.files, self.out, self.broken
+        self.files, self.out, self.broken, self.rows, self.bytes = [], None, False, 0, 0
+        if not files or out is None:
             return []
         try:
-            return [self._decode(items)]
+            if not broken:
+                return [self._decode(out)]
         except (*READ_ERRORS, KeyError, IndexError, InvalidFormat):
-            # One of them is damaged (or unusual): each file on its own says which.
-            return [t for item in items for t in self.one_by_one(item.planned, item.data)]
+            pass
+        # One of them is damaged (or unusual): each file read again, on its own, by the
+        # ordinary read path (footer checked again: these are new bytes) says which.
+        del out
+        return [t for f in files for t in self.reread(f)]
 
-    def _decode(self, items: list[_Staged]) -> pa.Table:
-        out = LeanAssembler(self.template, b"parquetry staging")
-        for item in items:
-            for group in item.meta.get(4, []):
-                if group[3]:
-                    out.add_whole(item.data, group)
+    def _decode(self, out: LeanAssembler) -> pa.Table:
         pf = pq.ParquetFile(
             pa.BufferReader(out.finish()),
             coerce_int96_timestamp_unit="us",

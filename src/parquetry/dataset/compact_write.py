@@ -9,7 +9,9 @@ the input files read ahead (at most half the target or :data:`READ_AHEAD_BYTES` 
 held decoded: the largest share, see docs/benchmarks.md "Compaction memory"; a larger file
 is decoded one row group at a time), plus one input row group.
 With ``sort_by`` the whole output is decoded and sorted in memory first: one decoded target
-file on top.
+file on top. A compaction writes two outputs at once (:mod:`parquetry.dataset.compact_pipeline`:
+one reads its inputs while the other encodes its last row group): the reading one's inputs
+read ahead and buffered row groups come on top.
 
 Statistics and index values of the output are accumulated per row group (min of the
 minima, max of the maxima, nulls summed; distinct index values), never from the whole file.
@@ -25,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from parquetry.dataset.compact_pipeline import NO_TURN, Turn
 from parquetry.dataset.intents import Intent
 from parquetry.dataset.naming import data_key, make_label, new_base_label
 from parquetry.dataset.plan import PlannedFile
@@ -164,9 +167,11 @@ class BinWriter:
             small_dict = "copy" if binary_copy is True else "reencode"
             self.copier = BinCopier(self, files or {}, small_dict)
 
-    def _groups(self, files: Sequence[PlannedFile]) -> Iterator[pa.Table]:
-        """Every row group of ``files`` in order, reading small files ahead in threads."""
+    def _groups(self, files: Sequence[PlannedFile], turn: Turn = NO_TURN) -> Iterator[pa.Table]:
+        """Every row group of ``files`` in order, reading small files ahead in threads, in
+        the bin's ``turn`` (compact_pipeline.py)."""
         names = self.payload.names
+        turn.begin()
 
         def whole(f: PlannedFile) -> list[pa.Table]:
             return read_whole_file(self.store, self.schema, f, names, self.decryption)
@@ -184,24 +189,30 @@ class BinWriter:
                     pending.append((f, pool.submit(whole, f) if small else None))
                     ahead += (f.size or 0) if small else 0
                     i += 1
+                turn.check()
                 f, fut = pending.pop(0)
                 if fut is None:
                     yield from read_row_groups(self.store, self.schema, f, names, self.decryption)
                 else:
                     yield from fut.result()
+        turn.end()
 
     def write(
-        self, partition: tuple[tuple[str, Any], ...], files: Sequence[PlannedFile]
+        self,
+        partition: tuple[tuple[str, Any], ...],
+        files: Sequence[PlannedFile],
+        turn: Turn = NO_TURN,
     ) -> FileDescription:
-        """One output file holding every row of ``files`` (in their order, or sorted)."""
+        """One output file holding every row of ``files`` (in their order, or sorted);
+        ``turn``: when it may read its inputs (compact_pipeline.py)."""
         if self.copier is not None:
-            return self.copier.write(partition, files)
+            return self.copier.write(partition, files, turn)
         label = make_label(partition, new_base_label())
         key = data_key(self.uuid, self.table, label)
         # Streamed: pyarrow writes each row group's pages into the store's writer as it
         # encodes them; an exception discards the object (nothing visible, nothing left).
         with self.store.open_writer(key, mode=PutMode.CREATE) as sink:
-            acc = self._encode(files, sink)
+            acc = self._encode(files, sink, turn)
             # Recorded before the commit makes the object visible: GC never sees it
             # uncovered, and an output that failed while encoding leaves no intent entry.
             self.intent.record([key])
@@ -218,7 +229,9 @@ class BinWriter:
             intent=self.intent.id,
         )
 
-    def _encode(self, files: Sequence[PlannedFile], sink: StoreWriter) -> Accumulator:
+    def _encode(
+        self, files: Sequence[PlannedFile], sink: StoreWriter, turn: Turn = NO_TURN
+    ) -> Accumulator:
         """Every row of ``files`` written to ``sink`` as one Parquet file; its statistics."""
         acc = Accumulator(self.payload, self.indices)
         writer: pq.ParquetWriter | None = None
@@ -241,11 +254,12 @@ class BinWriter:
             writer.write_table(data, row_group_size=rg)
             acc.add(data)
 
-        for group in self._groups(files):
+        for group in self._groups(files, turn):
             buffered.append(group)
             size += group.nbytes
             if size >= self.group_bytes and not self.sort_by:
                 flush()
+        turn.finish()  # one bin's last row groups in pyarrow at a time: memory
         flush()
         if writer is None:  # inputs without rows (a kartothek file of an empty frame)
             writer = pq.ParquetWriter(sink, self.payload, **self.opts.writer_kwargs(self.payload))
