@@ -32,6 +32,11 @@ def index_builder(
             # Through the raw footer check: corrupt files raise InvalidFormat naming the key,
             # encrypted ones need ``decryption``.
             read = read_table(store.open(key), columns=[column], decryption=decryption)
+            if column not in read.column_names:
+                # A file written before the column was added (evolve_schema, merge_schema):
+                # it reads as null there, and nulls are not indexed.
+                cache[label] = pa.array([], t)
+                return cache[label]
             col = read.column(column).combine_chunks()
             cache[label] = pc.unique(col.drop_null()).cast(t)
         return cache[label]

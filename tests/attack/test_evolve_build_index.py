@@ -1,0 +1,41 @@
+"""build_index on a column added by schema evolution (evolve_schema, merge_schema append).
+
+Files written before the column was added do not have it (they read as null). build_index
+read each file's column with ``read_table(columns=[c])`` and took ``.column(c)``: a raw
+``KeyError: 'Field "c" does not exist in schema'`` for every dataset whose column was added
+after its first write, so such a column could never be indexed.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from parquetry.dataset import Dataset
+from parquetry.store import MemoryStore
+
+
+@pytest.mark.parametrize("how", ["evolve_schema", "merge_schema"])
+def test_build_index_on_an_added_column_indexes_the_new_files_only(how: str) -> None:
+    store = MemoryStore()
+    ds = Dataset.create(store, "e", pa.table({"p": ["a", "b"], "k": [1, 2]}), partition_on=["p"])
+    more = pa.table({"p": ["a", "b"], "k": [3, 4], "c": pa.array(["x", None], pa.string())})
+    if how == "evolve_schema":
+        ds = ds.evolve_schema(add=[pa.field("c", pa.string())]).append(more)
+    else:
+        ds = ds.append(more, merge_schema=True)
+    indexed = ds.build_index("c")
+    assert indexed.secondary_indices == ("c",)
+    pairs = indexed.index_pairs("c")
+    assert pairs.column("value").to_pylist() == ["x"]
+    assert indexed.read(predicates=[[("c", "==", "x")]]).column("k").to_pylist() == [3]
+    assert sorted(indexed.read(predicates=[[("c", "is null")]]).column("k").to_pylist()) == [
+        1,
+        2,
+        4,
+    ]
+    # Later writes keep the index up to date.
+    after = indexed.append(pa.table({"p": ["b"], "k": [5], "c": ["x"]}))
+    got = Dataset.open(store, "e").read(predicates=[[("c", "==", "x")]])
+    assert sorted(got.column("k").to_pylist()) == [3, 5]
+    assert after.version == Dataset.open(store, "e").version
