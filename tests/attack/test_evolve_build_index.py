@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from parquetry.dataset import Dataset
+from parquetry.dataset import Dataset, write_files
 from parquetry.store import MemoryStore
 
 
@@ -39,3 +39,19 @@ def test_build_index_on_an_added_column_indexes_the_new_files_only(how: str) -> 
     got = Dataset.open(store, "e").read(predicates=[[("c", "==", "x")]])
     assert sorted(got.column("k").to_pylist()) == [3, 5]
     assert after.version == Dataset.open(store, "e").version
+
+
+def test_commit_files_lacking_a_nullable_indexed_column_with_merge_schema() -> None:
+    """The same read at commit time: files written without an indexed nullable column and
+    committed with ``merge_schema`` (the column reads as null for them) raised a raw
+    KeyError from the commit's index delta (ops._index_values); nothing was committed."""
+    store = MemoryStore()
+    Dataset.create(store, "e", pa.table({"k": [1, 2], "c": ["x", None]}), secondary_indices=["c"])
+    files = write_files(store, "e", pa.table({"k": [3]}))
+    out = Dataset.commit_files(
+        store, "e", files, schema=pa.schema([("k", pa.int64())]), merge_schema=True
+    )
+    assert sorted(out.read().column("k").to_pylist()) == [1, 2, 3]
+    assert out.read(predicates=[[("c", "is null")]]).column("k").to_pylist() == [2, 3]
+    assert out.index_pairs("c").column("value").to_pylist() == ["x"]
+    assert out.read(predicates=[[("c", "==", "x")]]).column("k").to_pylist() == [1]
