@@ -7,6 +7,7 @@ returning a new ``Dataset``; the old object keeps reading its own version.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,18 @@ if TYPE_CHECKING:
 __all__ = ["Dataset"]
 
 
+def _version_number(value: Any, name: str) -> int:
+    """``value`` as a version number: any integer (numpy's too), not a bool, float or
+    string (those reached a format string and raised a raw ValueError/TypeError, or
+    ``True`` silently opened version 1)."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise InvalidArgument(f"{name} must be an integer version number, got {value!r}")
+
+
 class Dataset(MaintenanceOperations):
     """One version of a kartothek-format dataset (format v4) in a store.
 
@@ -80,6 +93,7 @@ class Dataset(MaintenanceOperations):
         validate_uuid(uuid)
         if version is None:
             return cls(store, load_latest(store, uuid), decryption=decryption)
+        version = _version_number(version, "version")
         doc = load_version(store, uuid, version)
         check_current_incarnation(store, uuid, doc, version)
         state = LoadedState(doc=doc, number=version, foreign=False, pointer_format=None, requests=1)
@@ -113,7 +127,8 @@ class Dataset(MaintenanceOperations):
         """
         from parquetry.dataset.changes import read_changes
 
-        until = self.version if until is None else until
+        since = _version_number(since, "since")
+        until = self.version if until is None else _version_number(until, "until")
         return read_changes(self.store, self.uuid, since, until, decryption=self._decryption)
 
     def detail(self) -> DatasetDetail:
