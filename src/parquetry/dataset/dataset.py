@@ -53,16 +53,23 @@ if TYPE_CHECKING:
 __all__ = ["Dataset"]
 
 
+def _integer(value: Any) -> int | None:
+    """``value`` if it is an integer (numpy's too; not a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def _version_number(value: Any, name: str) -> int:
-    """``value`` as a version number: any integer (numpy's too), not a bool, float or
-    string (those reached a format string and raised a raw ValueError/TypeError, or
-    ``True`` silently opened version 1)."""
-    if not isinstance(value, bool):
-        try:
-            return operator.index(value)
-        except TypeError:
-            pass
-    raise InvalidArgument(f"{name} must be an integer version number, got {value!r}")
+    """``value`` as a version number. A string or float reached a format string and raised
+    a raw ValueError/TypeError, and ``True`` silently opened version 1."""
+    number = _integer(value)
+    if number is None:
+        raise InvalidArgument(f"{name} must be an integer version number, got {value!r}")
+    return number
 
 
 class Dataset(MaintenanceOperations):
@@ -112,8 +119,12 @@ class Dataset(MaintenanceOperations):
         """What each retained commit did, newest first (Delta's ``DESCRIBE HISTORY``):
         version, time, operation, parameters and metrics. One LIST plus one GET per entry
         (``limit`` bounds them)."""
-        if limit is not None and limit < 0:
-            raise InvalidArgument(f"limit must be >= 0, got {limit}")
+        if limit is not None:
+            # A string or float compared with 0 raised a raw TypeError.
+            count = _integer(limit)
+            if count is None or count < 0:
+                raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
+            limit = count
         return read_history(self.store, self.uuid, limit=limit)
 
     def changes(self, since: int, until: int | None = None) -> ChangeFeed:
