@@ -26,6 +26,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import shutil
+import tempfile
 from collections import Counter
 from decimal import Decimal
 from typing import Any
@@ -37,7 +39,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from parquetry.dataset import Dataset
 from parquetry.errors import DatasetNotFound, InvalidArgument, VersionExpired
-from parquetry.store import MemoryStore
+from parquetry.store import LocalStore, MemoryStore, Store
 
 Row = dict[str, Any]
 
@@ -186,12 +188,15 @@ _INITIAL = [
 class EvolveRowOps(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.store = MemoryStore()
+        self.store: Store = self.make_store()
         self.ds: Dataset | None = None
         self.models: dict[int, Model] = {}
         self.model = Model(list(_INITIAL), {})
         self.next_key = 0
         self.added = 0
+
+    def make_store(self) -> Store:
+        return MemoryStore()
 
     # --- helpers ---------------------------------------------------------------------
 
@@ -504,3 +509,20 @@ EvolveRowOps.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 test_evolve_rowops_model = EvolveRowOps.TestCase
+
+
+class EvolveRowOpsLocal(EvolveRowOps):
+    """The same on local disk (partition directories named 'p=ü x', 'p=a=b', renames)."""
+
+    def make_store(self) -> Store:
+        self.root = tempfile.mkdtemp(prefix="a12-model-")
+        return LocalStore(self.root)
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+EvolveRowOpsLocal.TestCase.settings = settings(
+    EvolveRowOps.TestCase.settings, max_examples=_EXPLORE or 6
+)
+test_evolve_rowops_model_local = EvolveRowOpsLocal.TestCase

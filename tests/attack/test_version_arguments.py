@@ -59,6 +59,12 @@ def test_numpy_integers_still_name_versions() -> None:
     assert old.read().column("k").to_pylist() == [1]
     feed = ds.changes(np.int32(0), np.int64(1))
     assert feed.read_added().column("k").to_pylist() == [2]
+    # restore refused them ("version must be an integer, got np.int64(0)").
+    back = ds.restore(np.int64(0))
+    assert back.read().column("k").to_pylist() == [1]
+    info = back.info
+    assert info is not None
+    assert info.parameters == {"version": "0"}
 
 
 @pytest.mark.parametrize("bad", ["3", 1.5, True, -1], ids=repr)
