@@ -33,12 +33,13 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from parquetry.dataset import Dataset
-from parquetry.errors import DatasetNotFound, InvalidArgument, VersionExpired
+from parquetry.errors import DatasetNotFound, InvalidArgument, ParquetryError, VersionExpired
 from parquetry.store import LocalStore, MemoryStore, Store
 
 Row = dict[str, Any]
@@ -440,6 +441,13 @@ class EvolveRowOps(RuleBasedStateMachine):
             except (VersionExpired, DatasetNotFound):
                 assert v != self.ds.version
                 del self.models[v]
+        # versions() lists exactly the versions that still open (no-op writes made none).
+        listed = [info.number for info in self.ds.versions()]
+        assert set(self.models) <= set(listed), (sorted(self.models), listed)
+        for v in set(listed) - set(self.models):
+            Dataset.open(self.store, "m", version=v).read()  # a no-op version: still readable
+        with pytest.raises(ParquetryError):
+            self.ds.restore(-1)
 
     @rule(data=st.data())
     def changes(self, data: st.DataObject) -> None:
