@@ -55,3 +55,27 @@ def test_commit_files_lacking_a_nullable_indexed_column_with_merge_schema() -> N
     assert out.read(predicates=[[("c", "is null")]]).column("k").to_pylist() == [2, 3]
     assert out.index_pairs("c").column("value").to_pylist() == ["x"]
     assert out.read(predicates=[[("c", "==", "x")]]).column("k").to_pylist() == [1]
+
+
+def test_build_index_on_a_stale_version_after_a_concurrent_widening() -> None:
+    """build_index typed the index by the schema of the version it was called on; a
+    concurrent evolve_schema widened the column (int32 to double) and appended 1.5: the
+    retry on the newest version cast 1.5 to int64, a raw ArrowInvalid ('Float value 1.500000
+    was truncated'). The index is now typed by the version it is committed on."""
+    store = MemoryStore()
+    stale = Dataset.create(
+        store,
+        "e",
+        pa.table({"p": ["a", "b"], "k": [1, 2], "n": pa.array([1, 2], pa.int32())}),
+        partition_on=["p"],
+    )
+    newer = stale.evolve_schema(widen={"n": pa.float64()})
+    newer.append(pa.table({"p": ["a"], "k": [3], "n": [1.5]}))
+    indexed = stale.build_index("n")
+    assert indexed.schema.field("n").type == pa.float64()
+    pairs = indexed.index_pairs("n")
+    assert pairs.column("value").type == pa.float64()
+    assert sorted(pairs.column("value").to_pylist()) == [1.0, 1.5, 2.0]
+    got = Dataset.open(store, "e").read(predicates=[[("n", "==", 1.5)]])
+    assert got.column("k").to_pylist() == [3]
+    assert Dataset.open(store, "e").read(predicates=[[("n", "<", 1.7)]]).num_rows == 2
