@@ -49,6 +49,14 @@ CONCURRENT: dict[str, Op] = {
         on=["k"],
     ),
     "append": lambda d: d.append(_rows("c", 7, 7, "t")),
+    # The stale version's files are gone: its reads find missing files.
+    "compact+gc": lambda d: d.compact().garbage_collect(retention=0),
+    "delete+gc": lambda d: d.delete_where([[("p", "==", "a")]]).garbage_collect(retention=0),
+    "merge upsert": lambda d: d.upsert(
+        pa.table({"p": ["a"], "k": [3], "n": [2**40], "s": ["m"], "c": [1.5]}),
+        on=["k"],
+        merge_schema=True,
+    ),
 }
 
 STALE: dict[str, Op] = {

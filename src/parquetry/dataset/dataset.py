@@ -42,6 +42,7 @@ from parquetry.dataset.write import FileDescription, iter_input, storage_schema,
 from parquetry.errors import (
     CommitConflict,
     InvalidArgument,
+    MetadataCorrupted,
     UnknownColumn,
 )
 from parquetry.parquet import DecryptionSettings, WriteOptions
@@ -399,8 +400,25 @@ class Dataset(MaintenanceOperations):
         if column == "partition":
             raise InvalidArgument("a column named 'partition' cannot be indexed (kartothek)")
         from parquetry.dataset.indexbuild import index_builder
+        from parquetry.dataset.staleread import version_collected
 
-        builder = index_builder(self.store, self.schema, column, self._decryption)
-        return self._commit(
-            [], operation="build_index", new_indices=[column], index_builder=builder
+        ds: Dataset = self
+        # Each retry opens the newest version: only GC racing it again retries once more.
+        attempts = 10
+        for _ in range(attempts):
+            builder = index_builder(ds.store, ds.schema, column, ds._decryption)
+            try:
+                return ds._commit(
+                    [], operation="build_index", new_indices=[column], index_builder=builder
+                )
+            except MetadataCorrupted as exc:
+                # A file of this (stale) version was garbage collected after a newer version
+                # dropped it: nothing is committed and the index covers every file of the
+                # version it commits on, so building it on the newest is the same request.
+                if version_collected(ds, exc) is None:
+                    raise
+            ds = Dataset.open(ds.store, ds.uuid, decryption=ds._decryption)
+        raise CommitConflict(
+            f"dataset {self.uuid!r}: build_index({column!r}) lost {attempts} races with "
+            "garbage collection; nothing is committed"
         )

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from parquetry.dataset.indices import IndexData, build_pairs, merge_index
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.schema import normalise_type
-from parquetry.errors import CommitConflict
+from parquetry.errors import CommitConflict, MetadataCorrupted, NotFound
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import read_table
 from parquetry.store import Store
@@ -32,7 +32,14 @@ def index_builder(
         if label not in cache:
             # Through the raw footer check: corrupt files raise InvalidFormat naming the key,
             # encrypted ones need ``decryption``.
-            read = read_table(store.open(key), columns=[column], decryption=decryption)
+            try:
+                read = read_table(store.open(key), columns=[column], decryption=decryption)
+            except NotFound:
+                # Named like every missing data file, so build_index can tell a file garbage
+                # collected under a stale version (it then runs on the newest) from a loss.
+                raise MetadataCorrupted(
+                    f"data file {key} of partition {label!r} is missing", key=key
+                ) from None
             if column not in read.column_names:
                 # A file written before the column was added (evolve_schema, merge_schema):
                 # it reads as null there, and nulls are not indexed.
