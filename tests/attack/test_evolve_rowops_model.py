@@ -509,7 +509,7 @@ class EvolveRowOps(RuleBasedStateMachine):
 # A12_EXPLORE=N: a longer, random, unshrunk run (for hunting, not for the suite).
 _EXPLORE = int(os.environ.get("A12_EXPLORE", "0"))
 EvolveRowOps.TestCase.settings = settings(
-    max_examples=_EXPLORE or 25,
+    max_examples=_EXPLORE or 15,
     stateful_step_count=int(os.environ.get("A12_STEPS", "10")),
     deadline=None,
     derandomize=not _EXPLORE,
@@ -531,6 +531,6 @@ class EvolveRowOpsLocal(EvolveRowOps):
 
 
 EvolveRowOpsLocal.TestCase.settings = settings(
-    EvolveRowOps.TestCase.settings, max_examples=_EXPLORE or 6
+    EvolveRowOps.TestCase.settings, max_examples=_EXPLORE or 4
 )
 test_evolve_rowops_model_local = EvolveRowOpsLocal.TestCase

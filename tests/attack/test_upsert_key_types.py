@@ -189,7 +189,7 @@ def _build(case: dict[str, Any]) -> Dataset:
 
 
 @settings(
-    max_examples=int(os.environ.get("A12_EXPLORE", "0")) or 120,
+    max_examples=int(os.environ.get("A12_EXPLORE", "0")) or 80,
     deadline=None,
     derandomize=not os.environ.get("A12_EXPLORE"),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
