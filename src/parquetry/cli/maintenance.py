@@ -32,7 +32,15 @@ def parse_duration(text: str) -> dt.timedelta:
         raise InvalidArgument(
             f"--retention {text!r} is not a duration (use e.g. 7d, 12h, 30m, 90s or 0)"
         )
-    return dt.timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
+    try:
+        value = dt.timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
+        # GC subtracts it from now: a duration reaching before year 1 overflowed there.
+        dt.datetime.now(dt.UTC) - value
+    except OverflowError:
+        raise InvalidArgument(
+            f"--retention {text!r} is longer than the calendar holds (years 1-9999)"
+        ) from None
+    return value
 
 
 class DryRunStore(WrapperStore):

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from parquetry.dataset.indices import IndexData, build_pairs, merge_index
 from parquetry.dataset.metadata import DatasetDocument
 from parquetry.dataset.schema import normalise_type
+from parquetry.errors import CommitConflict, MetadataCorrupted, NotFound
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import read_table
 from parquetry.store import Store
@@ -24,23 +25,45 @@ __all__ = ["index_builder"]
 def index_builder(
     store: Store, schema: pa.Schema, column: str, decryption: DecryptionSettings | None = None
 ) -> Callable[[DatasetDocument], dict[str, IndexData]]:
-    t = normalise_type(schema.field(column).type)
+    # Each file's distinct values as stored (cast per attempt: see build).
     cache: dict[str, pa.Array] = {}
 
     def values(label: str, key: str) -> pa.Array:
         if label not in cache:
             # Through the raw footer check: corrupt files raise InvalidFormat naming the key,
             # encrypted ones need ``decryption``.
-            read = read_table(store.open(key), columns=[column], decryption=decryption)
+            try:
+                read = read_table(store.open(key), columns=[column], decryption=decryption)
+            except NotFound:
+                # Named like every missing data file, so build_index can tell a file garbage
+                # collected under a stale version (it then runs on the newest) from a loss.
+                raise MetadataCorrupted(
+                    f"data file {key} of partition {label!r} is missing", key=key
+                ) from None
+            if column not in read.column_names:
+                # A file written before the column was added (evolve_schema, merge_schema):
+                # it reads as null there, and nulls are not indexed.
+                cache[label] = pa.array([], pa.null())
+                return cache[label]
             col = read.column(column).combine_chunks()
-            cache[label] = pc.unique(col.drop_null()).cast(t)
+            cache[label] = pc.unique(col.drop_null())
         return cache[label]
 
     def build(base: DatasetDocument) -> dict[str, IndexData]:
+        # The index is typed by the schema of the version it is committed on: a concurrent
+        # evolve_schema may have widened the column since this build started (int32 to
+        # double, with 1.5 in a new file: casting that to the old type raised ArrowInvalid).
+        current = base.schema if base.schema is not None else schema
+        if column not in current.names:
+            raise CommitConflict(
+                f"dataset {base.uuid!r}: a concurrent commit removed column {column!r}, "
+                "which this build_index indexes; nothing is committed"
+            )
+        t = normalise_type(current.field(column).type)
         table = base.tables[0]
         todo = [(label, files[table]) for label, files in base.partitions.items()]
         store.map_concurrent(lambda item: values(*item), todo)
-        pairs = build_pairs(((label, cache[label]) for label, _ in todo), t)
+        pairs = build_pairs(((label, cache[label].cast(t)) for label, _ in todo), t)
         return {column: merge_index(column, None, pairs, set(), t)}
 
     return build

@@ -61,6 +61,10 @@ def _index_values(store: Store, fd: FileDescription, column: str) -> pa.Array:
     if column in part:
         return pa.array([part[column]])
     table = read_table(store.open(fd.key, size=fd.size), columns=[column])
+    if column not in table.column_names:
+        # A file without the column (a nullable one its schema lacks, committed with
+        # merge_schema): it reads as null there, and nulls are not indexed.
+        return pa.array([], pa.null())
     return pc.unique(table.column(column).combine_chunks().drop_null())
 
 

@@ -21,6 +21,7 @@ so GC's second reading sees it); never a committed version with deleted files.
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -127,8 +128,10 @@ def _target(
     store: Store, doc: DatasetDocument, version: int, *, check: bool = True
 ) -> DatasetDocument:
     """Version ``version`` of ``doc``'s dataset, checked restorable (see restore_version)."""
-    if isinstance(version, bool) or not isinstance(version, int):
+    if isinstance(version, bool) or not hasattr(version, "__index__"):
         raise InvalidArgument(f"version must be an integer, got {version!r}")
+    # A numpy integer (a version read from a DataFrame) is one too.
+    version = operator.index(version)
     if version < 0:
         raise InvalidArgument(f"version must be >= 0, got {version}")
     target = load_version(store, doc.uuid, version)

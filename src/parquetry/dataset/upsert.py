@@ -241,6 +241,24 @@ def upsert(
             if max_retries is not None and attempt > max_retries:
                 raise
         ds = Dataset.open(ds.store, ds.uuid, decryption=ds._decryption)
+        if not merge_schema:
+            data = _with_added_columns(data, ds.schema)
+
+
+def _with_added_columns(data: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.Table:
+    """``data`` with a null column for each nullable column of ``schema`` it lacks.
+
+    Before a re-run only: ``data`` fitted the schema of the version the upsert was called
+    on, so a column it lacks now was added by a concurrent commit (evolve_schema, a
+    merge_schema write). Without it the re-run raised SchemaMismatch ("column 'c' is
+    missing from the data"), though the same upsert succeeds when its keys do not collide
+    with the concurrent files (the engine's re-apply accepts files lacking a nullable
+    column added meanwhile, as append does)."""
+    table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+    for field in schema:
+        if field.nullable and field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table
 
 
 def _upsert_once(
