@@ -191,7 +191,15 @@ def garbage_collect(
     """
     retention = as_retention(retention)
     now = now or dt.datetime.now(dt.UTC)
-    cutoff = now - retention
+    try:
+        # Refused rather than clamped: a retention reaching before year 1 is a mistake (a
+        # unit error), and a day of margin keeps later arithmetic on the cutoff in range.
+        cutoff = now - retention
+        cutoff - dt.timedelta(days=1)
+    except OverflowError:
+        raise InvalidArgument(
+            f"retention {retention} is longer than the calendar holds (back to year 1)"
+        ) from None
     live_intent_keys, reaped = _intent_keys(store, uuid, now, retention)
     vs = _read_versions(store, uuid)
     infos = {n: version_info(v) for n, v in vs.items()}
