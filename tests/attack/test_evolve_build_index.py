@@ -115,13 +115,6 @@ def test_build_index_still_names_a_file_the_newest_version_lost() -> None:
     assert info.value.key == planned.key
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compact on a stale handle whose files a newer compaction dropped and GC "
-    "(retention 0) deleted raises MetadataCorrupted ('data file ... is missing'), claiming "
-    "corruption, where the row operations raise BaseCollected (staleread.read_base_file): "
-    "compact*.py does not read through staleread",
-)
 def test_stale_compact_after_gc_says_the_base_was_collected() -> None:
     store = MemoryStore()
     stale = Dataset.create(store, "e", pa.table({"p": ["a"], "k": [1]}), partition_on=["p"])

@@ -30,6 +30,7 @@ from parquetry.dataset.encrypted import write_options_for
 from parquetry.dataset.indexsinks import IndexSinks
 from parquetry.dataset.intents import abandon_files
 from parquetry.dataset.rewrite import rewrite_files
+from parquetry.dataset.staleread import base_reads
 from parquetry.dataset.versions import LoadedState
 from parquetry.dataset.write import FileDescription
 from parquetry.errors import InvalidArgument, ParquetryError, UnknownColumn
@@ -176,7 +177,10 @@ def compact(
         raise InvalidArgument(f"binary_copy must be True, False or 'auto', got {binary_copy!r}")
     sinks = IndexSinks()
     try:
-        outputs = _write_outputs(ds, plan, keys, write_options, progress, binary_copy, sinks)
+        # An input GC collected under the compaction (a newer compaction dropped it) makes
+        # this compaction stale, like a lost race: BaseCollected, not a corruption claim.
+        with base_reads(ds, "compact"):
+            outputs = _write_outputs(ds, plan, keys, write_options, progress, binary_copy, sinks)
     except BaseException:
         sinks.close()
         raise
