@@ -78,6 +78,22 @@ def source_table(ds: Dataset, data: Any, merge_schema: bool) -> tuple[pa.Table, 
     return table.combine_chunks(), target
 
 
+def _canonical(keys: pa.Table, on: Sequence[str]) -> pa.Table:
+    """``keys`` with float key columns in one bit pattern per value the predicates call
+    equal: -0.0 as 0.0 and every NaN as one NaN. Hash matching and grouping compare bits,
+    so a data key -0.0 would miss a stored 0.0 and insert a second row for the key."""
+    for c in on:
+        i = keys.schema.get_field_index(c)
+        col = keys.column(i)
+        if not pa.types.is_floating(col.type):
+            continue
+        zero = pa.scalar(0, col.type)
+        col = pc.if_else(pc.equal(col, zero), zero, col)  # -0.0 == 0.0
+        col = pc.if_else(pc.is_nan(col), pa.scalar(float("nan"), col.type), col)
+        keys = keys.set_column(i, keys.field(i), col)
+    return keys
+
+
 def key_table(source: pa.Table, on: Sequence[str]) -> pa.Table:
     """The source's keys with their row numbers, rows with a NULL key left out (as in SQL
     MERGE a NULL never equals anything: such rows never match and are inserted).
@@ -85,7 +101,7 @@ def key_table(source: pa.Table, on: Sequence[str]) -> pa.Table:
     Raises:
         InvalidArgument: two rows share a key (naming it and how often it appears).
     """
-    keys = source.select(list(on)).append_column(
+    keys = _canonical(source.select(list(on)), on).append_column(
         DATA_ROW, pa.array(np.arange(source.num_rows, dtype=np.int64))
     )
     valid = None
@@ -243,7 +259,7 @@ def _exact(
 def match_rows(file_keys: pa.Table, keys: pa.Table, on: Sequence[str]) -> pa.Table:
     """``(FILE_ROW, DATA_ROW)`` of every file row whose key equals a source key."""
     left = file_keys.select(list(on))
-    left = left.cast(keys.select(list(on)).schema)
+    left = _canonical(left.cast(keys.select(list(on)).schema), on)
     if len(on) == 1:
         # One key column, unique in the source: a hash lookup is exact and ~10x faster
         # than a join (which the multi-column case needs).
