@@ -98,12 +98,9 @@ def test_cli_gc_refuses_a_retention_beyond_the_calendar(text: str, tmp_path: Pat
     assert Dataset.open(store, "v").read().num_rows == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="upsertkeys.check_on iterates on= unchecked: upsert(data, on=None) raises a raw "
-    "TypeError ('NoneType' object is not iterable) instead of InvalidArgument",
-)
 def test_upsert_on_none_is_refused() -> None:
     ds = _dataset()
     with pytest.raises(InvalidArgument):
         ds.upsert(pa.table({"k": [3]}), on=None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument):
+        ds.upsert(pa.table({"k": [3]}), on=[3])  # type: ignore[list-item]

@@ -50,7 +50,12 @@ DATA_ROW = "__parquetry_data_row"
 def check_on(ds: Dataset, on: Sequence[str]) -> tuple[str, ...]:
     if isinstance(on, str):
         on = [on]
-    keys = tuple(on)
+    try:
+        keys = tuple(on)
+    except TypeError:
+        raise InvalidArgument(f"upsert on= must name key columns, got {on!r}") from None
+    if not all(isinstance(c, str) for c in keys):
+        raise InvalidArgument(f"upsert on= must name key columns (strings), got {keys!r}")
     if not keys:
         raise InvalidArgument("upsert needs at least one key column in on=")
     if len(set(keys)) != len(keys):
