@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from parquetry.dataset import indexpieces
+from parquetry.dataset import indexlookup, indexpieces
 from parquetry.dataset.indexlookup import lookup_values
 from parquetry.dataset.indexpieces import piece_metadata
 from parquetry.dataset.indexstate import IndexState, MergePolicy
@@ -50,7 +50,7 @@ STEP = st.one_of(
 
 
 @settings(
-    max_examples=80,
+    max_examples=120,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -59,16 +59,20 @@ STEP = st.one_of(
     wanted=st.lists(st.none() | st.integers(-25, 65), max_size=30),
     group_rows=st.integers(1, 5),
     limit=st.sampled_from([1, 200, 1 << 20]),
+    per_call=st.sampled_from([1, 2, 16]),
 )
 def test_batch_lookup_equals_a_brute_force_oracle(
     steps: list[tuple[str, Any]],
     wanted: list[int | None],
     group_rows: int,
     limit: int,
+    per_call: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Tiny row groups, so pieces have many and the choice of groups is exercised.
+    # Tiny row groups, so pieces have many and the choice of groups is exercised; the
+    # value columns of 1, 2 or 16 groups decoded by one call (hits in some groups only).
     monkeypatch.setattr(indexpieces, "PIECE_ROW_GROUP", group_rows)
+    monkeypatch.setattr(indexlookup, "GROUPS_PER_CALL", per_call)
     store = CountingStore(MemoryStore())
     state = IndexState.empty("k", pa.int64())
     oracle: dict[int, set[str]] = {}
@@ -185,3 +189,38 @@ def test_hit_rows_equals_a_brute_force_oracle(
     expected = [i for i, v in enumerate(column) if v in set(values)]
     assert got.tolist() == expected
     assert got.dtype == np.int64
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    t=st.sampled_from([pa.int8(), pa.uint8(), pa.int64(), pa.uint64()]),
+    data=st.data(),
+)
+def test_integer_group_choice_equals_the_statistics_check(t: pa.DataType, data: Any) -> None:
+    """The binary search choosing an integer piece's row groups chooses what comparing
+    every group's min/max with the values chooses (unsigned extremes, narrow types)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from parquetry.dataset.indexlookup import _integer_groups, _may_hold
+
+    info = np.iinfo(t.to_pandas_dtype())
+    ints = st.integers(int(info.min), int(info.max))
+    column = data.draw(st.lists(ints | st.integers(0, 9), min_size=1, max_size=30))
+    wanted = sorted(set(data.draw(st.lists(ints | st.integers(0, 9), min_size=1, max_size=10))))
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"k": pa.array(column, t)}), sink, row_group_size=3)
+    md = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata
+    values = pa.array(wanted, t)
+    expected = [
+        g
+        for g in range(md.num_row_groups)
+        if _may_hold(
+            values,
+            md.row_group(g).column(0).statistics.min,
+            md.row_group(g).column(0).statistics.max,
+            t,
+        )
+    ]
+    assert _integer_groups(md, values) == expected
