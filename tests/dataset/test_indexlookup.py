@@ -203,7 +203,7 @@ def test_integer_group_choice_equals_the_statistics_check(t: pa.DataType, data: 
 
     import pyarrow.parquet as pq
 
-    from parquetry.dataset.indexlookup import _integer_groups, _may_hold
+    from parquetry.dataset.indexgroups import _integer_groups, may_hold
 
     info = np.iinfo(t.to_pandas_dtype())
     ints = st.integers(int(info.min), int(info.max))
@@ -216,7 +216,7 @@ def test_integer_group_choice_equals_the_statistics_check(t: pa.DataType, data: 
     expected = [
         g
         for g in range(md.num_row_groups)
-        if _may_hold(
+        if may_hold(
             values,
             md.row_group(g).column(0).statistics.min,
             md.row_group(g).column(0).statistics.max,
