@@ -224,3 +224,64 @@ def test_integer_group_choice_equals_the_statistics_check(t: pa.DataType, data: 
         )
     ]
     assert _integer_groups(md, values) == expected
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(-15, 15), st.lists(st.integers(0, 4), min_size=1, max_size=3)),
+        min_size=1,
+        max_size=30,
+    ),
+    wanted=st.lists(st.integers(-17, 17), min_size=1, max_size=20),
+    group_rows=st.integers(1, 4),
+    per_call=st.sampled_from([1, 3, 16]),
+    dictionary=st.booleans(),
+    ordered=st.booleans(),
+    threads=st.sampled_from([1, 2]),
+)
+def test_a_format1_file_of_any_order_reads_as_the_oracle(
+    rows: list[tuple[int, list[int]]],
+    wanted: list[int],
+    group_rows: int,
+    per_call: int,
+    dictionary: bool,
+    ordered: bool,
+    threads: int,
+) -> None:
+    """A kartothek index file (format 1, one piece of the state) is neither sorted nor
+    distinct by value and its labels may be plain: the value columns of several row
+    groups read by one call, the hits mapped back to their groups, the labels of the
+    groups holding one read, all against the pairs themselves. Sorted by value (as a
+    piece is), the hits are found by binary search over the groups of a call."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from parquetry.dataset.indexfile import footer_of
+
+    if ordered:
+        rows = sorted(rows)
+    table = pa.table(
+        {
+            "k": pa.array([v for v, _ in rows], pa.int64()),
+            "partition": pa.array([[f"p={i}" for i in ls] for _, ls in rows]),
+        }
+    )
+    sink = io.BytesIO()
+    pq.write_table(table, sink, row_group_size=group_rows, use_dictionary=dictionary)
+    store = MemoryStore()
+    store.put("u/indices/k/x.by-dataset-index.parquet", sink.getvalue())
+    ref = "u/indices/k/x.by-dataset-index.parquet"
+    state = IndexState.legacy(store, "k", ref, footer_of(ref, sink.getvalue()), pa.int64())
+    oracle: dict[int, set[str]] = {}
+    for v, ls in rows:
+        if v in wanted:
+            oracle.setdefault(v, set()).update(f"p={i}" for i in ls)
+    old = indexlookup.GROUPS_PER_CALL, indexlookup.DECODE_THREADS
+    indexlookup.GROUPS_PER_CALL, indexlookup.DECODE_THREADS = per_call, threads
+    try:
+        got = lookup_values(store, state, pa.array(wanted, pa.int64()))
+    finally:
+        indexlookup.GROUPS_PER_CALL, indexlookup.DECODE_THREADS = old
+    assert got.mapping() == oracle
