@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from parquetry.dataset import indexpieces
+from parquetry.dataset import indexlookup, indexpieces
 from parquetry.dataset.indexlookup import lookup_values
 from parquetry.dataset.indexpieces import piece_metadata
 from parquetry.dataset.indexstate import IndexState, MergePolicy
@@ -50,7 +50,7 @@ STEP = st.one_of(
 
 
 @settings(
-    max_examples=80,
+    max_examples=120,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -59,16 +59,20 @@ STEP = st.one_of(
     wanted=st.lists(st.none() | st.integers(-25, 65), max_size=30),
     group_rows=st.integers(1, 5),
     limit=st.sampled_from([1, 200, 1 << 20]),
+    per_call=st.sampled_from([1, 2, 16]),
 )
 def test_batch_lookup_equals_a_brute_force_oracle(
     steps: list[tuple[str, Any]],
     wanted: list[int | None],
     group_rows: int,
     limit: int,
+    per_call: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Tiny row groups, so pieces have many and the choice of groups is exercised.
+    # Tiny row groups, so pieces have many and the choice of groups is exercised; the
+    # value columns of 1, 2 or 16 groups decoded by one call (hits in some groups only).
     monkeypatch.setattr(indexpieces, "PIECE_ROW_GROUP", group_rows)
+    monkeypatch.setattr(indexlookup, "GROUPS_PER_CALL", per_call)
     store = CountingStore(MemoryStore())
     state = IndexState.empty("k", pa.int64())
     oracle: dict[int, set[str]] = {}
@@ -185,3 +189,99 @@ def test_hit_rows_equals_a_brute_force_oracle(
     expected = [i for i, v in enumerate(column) if v in set(values)]
     assert got.tolist() == expected
     assert got.dtype == np.int64
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    t=st.sampled_from([pa.int8(), pa.uint8(), pa.int64(), pa.uint64()]),
+    data=st.data(),
+)
+def test_integer_group_choice_equals_the_statistics_check(t: pa.DataType, data: Any) -> None:
+    """The binary search choosing an integer piece's row groups chooses what comparing
+    every group's min/max with the values chooses (unsigned extremes, narrow types)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from parquetry.dataset.indexgroups import _integer_groups, may_hold
+
+    info = np.iinfo(t.to_pandas_dtype())
+    ints = st.integers(int(info.min), int(info.max))
+    column = data.draw(st.lists(ints | st.integers(0, 9), min_size=1, max_size=30))
+    wanted = sorted(set(data.draw(st.lists(ints | st.integers(0, 9), min_size=1, max_size=10))))
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"k": pa.array(column, t)}), sink, row_group_size=3)
+    md = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata
+    values = pa.array(wanted, t)
+    expected = [
+        g
+        for g in range(md.num_row_groups)
+        if may_hold(
+            values,
+            md.row_group(g).column(0).statistics.min,
+            md.row_group(g).column(0).statistics.max,
+            t,
+        )
+    ]
+    assert _integer_groups(md, values) == expected
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(-15, 15), st.lists(st.integers(0, 4), min_size=1, max_size=3)),
+        min_size=1,
+        max_size=30,
+    ),
+    wanted=st.lists(st.integers(-17, 17), min_size=1, max_size=20),
+    group_rows=st.integers(1, 4),
+    per_call=st.sampled_from([1, 3, 16]),
+    dictionary=st.booleans(),
+    ordered=st.booleans(),
+    threads=st.sampled_from([1, 2]),
+)
+def test_a_format1_file_of_any_order_reads_as_the_oracle(
+    rows: list[tuple[int, list[int]]],
+    wanted: list[int],
+    group_rows: int,
+    per_call: int,
+    dictionary: bool,
+    ordered: bool,
+    threads: int,
+) -> None:
+    """A kartothek index file (format 1, one piece of the state) is neither sorted nor
+    distinct by value and its labels may be plain: the value columns of several row
+    groups read by one call, the hits mapped back to their groups, the labels of the
+    groups holding one read, all against the pairs themselves. Sorted by value (as a
+    piece is), the hits are found by binary search over the groups of a call."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from parquetry.dataset.indexfile import footer_of
+
+    if ordered:
+        rows = sorted(rows)
+    table = pa.table(
+        {
+            "k": pa.array([v for v, _ in rows], pa.int64()),
+            "partition": pa.array([[f"p={i}" for i in ls] for _, ls in rows]),
+        }
+    )
+    sink = io.BytesIO()
+    pq.write_table(table, sink, row_group_size=group_rows, use_dictionary=dictionary)
+    store = MemoryStore()
+    store.put("u/indices/k/x.by-dataset-index.parquet", sink.getvalue())
+    ref = "u/indices/k/x.by-dataset-index.parquet"
+    state = IndexState.legacy(store, "k", ref, footer_of(ref, sink.getvalue()), pa.int64())
+    oracle: dict[int, set[str]] = {}
+    for v, ls in rows:
+        if v in wanted:
+            oracle.setdefault(v, set()).update(f"p={i}" for i in ls)
+    old = indexlookup.GROUPS_PER_CALL, indexlookup.DECODE_THREADS
+    indexlookup.GROUPS_PER_CALL, indexlookup.DECODE_THREADS = per_call, threads
+    try:
+        got = lookup_values(store, state, pa.array(wanted, pa.int64()))
+    finally:
+        indexlookup.GROUPS_PER_CALL, indexlookup.DECODE_THREADS = old
+    assert got.mapping() == oracle

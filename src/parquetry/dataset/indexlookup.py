@@ -24,7 +24,8 @@ ids) touch a few groups: one GET.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquetry.dataset.indexfile import IndexFooter, _group_range, _SparseFile
+from parquetry.dataset.indexgroups import _chosen_groups, runs
 from parquetry.dataset.indexpieces import _ERRORS, _missing, _unreadable, piece_metadata
 from parquetry.dataset.indexstate import IndexState
 from parquetry.dataset.indices import IndexData, _from_table
@@ -49,6 +51,8 @@ MAX_REQUEST_BYTES = 32 << 20
 #: Threads decoding the row groups of one request (pyarrow releases the GIL while it
 #: decompresses and decodes, ~85 % of a lookup's CPU): each holds one decoded group.
 DECODE_THREADS = 2
+#: Row groups whose value column one call decodes (~4 MiB of int64 at 32,768 pairs a group).
+GROUPS_PER_CALL = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,44 +98,6 @@ def _sorted_values(state: IndexState, values: pa.Array | pa.ChunkedArray) -> pa.
     return distinct.take(pc.sort_indices(distinct))
 
 
-def _may_hold(values: pa.Array, lo: Any, hi: Any, t: pa.DataType) -> bool:
-    """Does some value lie in ``[lo, hi]`` (a row group's statistics)?"""
-    try:
-        low, high = pa.scalar(lo, t), pa.scalar(hi, t)
-        inside = pc.and_(pc.greater_equal(values, low), pc.less_equal(values, high))
-        return bool(pc.any(inside).as_py())
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return True  # statistics we cannot compare: read the group
-
-
-def _chosen_groups(md: pq.FileMetaData, values: pa.Array, t: pa.DataType) -> list[int]:
-    # Parquet statistics leave NaN out: a NaN value may be in any group of a float piece.
-    nan = pa.types.is_floating(t) and bool(pc.any(pc.is_nan(values)).as_py())
-    chosen = []
-    for i in range(md.num_row_groups):
-        st = md.row_group(i).column(0).statistics
-        if nan or st is None or not st.has_min_max or _may_hold(values, st.min, st.max, t):
-            chosen.append(i)
-    return chosen
-
-
-def _runs(md: pq.FileMetaData, groups: list[int], limit: int) -> Iterator[list[int]]:
-    """Chosen groups in runs of byte-adjacent groups of at most ``limit`` bytes each."""
-    run: list[int] = []
-    start = end = 0
-    for g in groups:
-        s, e = _group_range(md, g)
-        if run and s == end and e - start <= limit:
-            run.append(g)
-            end = e
-            continue
-        if run:
-            yield run
-        run, start, end = [g], s, e
-    if run:
-        yield run
-
-
 def _search_piece(
     store: Store,
     state: IndexState,
@@ -139,13 +105,14 @@ def _search_piece(
     dead: frozenset[str],
     values: pa.Array,
     limit: int,
+    pool: Callable[[], ThreadPoolExecutor],
 ) -> tuple[list[pa.Table], int, int, int]:
     """Matching live pairs of one piece, its GETs, row groups and bytes read."""
     md = piece_metadata(footer)
     groups = _chosen_groups(md, values, state.type)
     parts: list[pa.Table] = []
     gets = nbytes = 0
-    for run in _runs(md, groups, limit):
+    for run in runs(md, groups, limit):
         start, end = _group_range(md, run[0])[0], _group_range(md, run[-1])[1]
         try:
             data = store.get_range(footer.key, start, end)
@@ -155,17 +122,19 @@ def _search_piece(
                 pf = pq.ParquetFile(
                     sparse, metadata=md, pre_buffer=False, read_dictionary=_dictionary(md)
                 )
-                # One row group decoded at a time per thread: a run of 32 MiB holds ~10x
-                # that decoded (labels are long strings); only matching pairs are kept.
-                found = [_group_pairs(state, footer.key, pf, g, values, dead) for g in chunk]
+                # At most GROUPS_PER_CALL row groups decoded at a time per thread: a run
+                # of 32 MiB holds ~10x that decoded; only matching pairs are kept.
+                found = [
+                    _batch_pairs(
+                        state, footer.key, pf, chunk[at : at + GROUPS_PER_CALL], values, dead
+                    )
+                    for at in range(0, len(chunk), GROUPS_PER_CALL)
+                ]
                 return found, sparse.fetches
 
             chunks = _split(run, DECODE_THREADS)
-            if len(chunks) == 1:
-                decoded = [decode(chunks[0])]
-            else:
-                with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-                    decoded = list(pool.map(decode, chunks))
+            one = len(chunks) == 1
+            decoded = [decode(chunks[0])] if one else list(pool().map(decode, chunks))
         except NotFound:
             raise _missing(state.column, footer.key) from None
         except _ERRORS as exc:
@@ -212,36 +181,62 @@ def _split(run: list[int], n: int) -> list[list[int]]:
     return out
 
 
-def _group_pairs(
+def _batch_pairs(
     state: IndexState,
     key: str,
     pf: pq.ParquetFile,
-    group: int,
+    groups: list[int],
     values: pa.Array,
     dead: frozenset[str],
 ) -> pa.Table:
-    """The matching live pairs of one row group of a piece.
+    """The matching live pairs of some row groups of a piece.
 
-    The value column is decoded first and the matching rows found; the label lists (long
-    strings, ~85 % of a group's decoding) are decoded only when a row matches, and only the
-    matching rows go on (a group has ~32k values and, for 5,000 random keys in a 10M-value
-    index, ~16 hits)."""
+    The value column of the groups is decoded by one call and the matching rows found;
+    the label lists (~85 % of a group's decoding before the values were delta-encoded)
+    are decoded only for the groups holding a match (one call each: pyarrow reads a
+    list of dictionary-encoded strings one row group at a time), and only the matching
+    rows go on (for 5,000 random keys in a 10M-value index, a group of ~32k values has
+    ~16 hits). One call per group for the values cost ~0.4 ms of Python and Arrow
+    bookkeeping per group, as much as decoding it."""
     names = pf.schema_arrow.names
     if state.column not in names or "partition" not in names:
         # Not an index piece: the checks of _from_table name what is missing.
-        table = pf.read_row_group(group, use_threads=False)
-        return _matching(state, key, table, values, dead)
-    column = pf.read_row_group(group, columns=[state.column], use_threads=False).column(0)
+        parts = [
+            _matching(state, key, pf.read_row_group(g, use_threads=False), values, dead)
+            for g in groups
+        ]
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    column = pf.read_row_groups(groups, columns=[state.column], use_threads=False).column(0)
     column = column.combine_chunks()
     if column.type != state.type:
         column = column.cast(state.type)
     rows = _hit_rows(column, values)
     if len(rows) == 0:
         return pa.table({"value": column.slice(0, 0), "label": pa.array([], pa.string())})
-    labels = pf.read_row_group(group, columns=["partition"], use_threads=False).column(0)
+    md = pf.metadata
+    starts = np.cumsum([0] + [md.row_group(g).num_rows for g in groups])
+    which = np.searchsorted(starts, rows, "right") - 1  # the group (position) of each row
+    bounds = np.flatnonzero(np.diff(which, prepend=-1))  # rows are ascending
+    labels = []
+    for i, at in enumerate(bounds):
+        g = int(which[at])
+        local = rows[at : bounds[i + 1] if i + 1 < len(bounds) else len(rows)] - starts[g]
+        chunk = pf.read_row_group(groups[g], columns=["partition"], use_threads=False).column(0)
+        labels.append(chunk.take(pa.array(local, pa.int64())))
     taken = pa.array(rows, pa.int64())
-    table = pa.table({state.column: column.take(taken), "partition": labels.take(taken)})
+    part = pa.chunked_array(labels) if len(labels) > 1 else labels[0]
+    table = pa.table({state.column: column.take(taken), "partition": _plain(part)})
     return _pairs(_from_table(state.column, table, key, state.type), dead)
+
+
+def _plain(labels: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Label lists of several row groups as ``list<string>``: their dictionaries differ, so
+    the few taken rows are decoded before the groups are concatenated."""
+    if isinstance(labels, pa.ChunkedArray):
+        return pa.chunked_array([_plain(c) for c in labels.chunks], pa.list_(pa.string()))
+    if pa.types.is_dictionary(getattr(labels.type, "value_type", None) or pa.null()):
+        return labels.cast(pa.list_(pa.string()))
+    return labels
 
 
 def _hit_rows(column: pa.Array, values: pa.Array) -> np.ndarray:
@@ -338,14 +333,24 @@ def lookup_values(
     parts: list[pa.Table] = [empty]
     keys: list[str] = []
     groups = nbytes = 0
-    for footer, dead in sources:
-        found, gets, n_groups, n_bytes = _search_piece(
-            store, state, footer, dead, wanted, max_request_bytes
-        )
-        parts += [p.cast(empty.schema) for p in found]
-        keys += [footer.key] * gets
-        groups += n_groups
-        nbytes += n_bytes
+    # One pool for every piece, started at the first run worth splitting: a pool per run
+    # started two threads per piece (78 for the bench's 39 pieces, ~1 ms each when loaded).
+    with contextlib.ExitStack() as stack:
+        started: list[ThreadPoolExecutor] = []
+
+        def pool() -> ThreadPoolExecutor:
+            if not started:
+                started.append(stack.enter_context(ThreadPoolExecutor(DECODE_THREADS)))
+            return started[0]
+
+        for footer, dead in sources:
+            found, gets, n_groups, n_bytes = _search_piece(
+                store, state, footer, dead, wanted, max_request_bytes, pool
+            )
+            parts += [p.cast(empty.schema) for p in found]
+            keys += [footer.key] * gets
+            groups += n_groups
+            nbytes += n_bytes
     if state.tail.num_rows:
         tail = state.tail.select(["value", "label"])
         hit = pc.fill_null(pc.is_in(tail.column("value"), value_set=wanted), False)

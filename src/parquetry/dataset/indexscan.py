@@ -18,7 +18,6 @@ ranged GETs where it took one GET.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,6 +31,7 @@ from parquetry.dataset.indexfile import (
     _keyed,
     _SparseFile,
 )
+from parquetry.dataset.indexgroups import runs
 from parquetry.dataset.indices import _from_table
 from parquetry.dataset.piecefiles import FILES_COLUMN
 from parquetry.dataset.predicates import Literal, eval_array
@@ -80,23 +80,6 @@ def scan_groups(footer: IndexFooter, lit: Literal) -> list[int]:
     return every if keyed is None else _candidate_groups(info, keyed)
 
 
-def _runs(md: pq.FileMetaData, groups: list[int], limit: int) -> Iterator[list[int]]:
-    """``groups`` in runs of byte-adjacent groups of at most ``limit`` bytes each."""
-    run: list[int] = []
-    start = end = 0
-    for g in groups:
-        s, e = _group_range(md, g)
-        if run and s == end and e - start <= limit:
-            run.append(g)
-            end = e
-            continue
-        if run:
-            yield run
-        run, start, end = [g], s, e
-    if run:
-        yield run
-
-
 def scan_piece(
     store: Store,
     column: str,
@@ -113,7 +96,7 @@ def scan_piece(
     found: set[str] = set()
     records: dict[str, str] = {}
     gets = 0
-    for run in _runs(md, scan_groups(footer, lit), request_bytes):
+    for run in runs(md, scan_groups(footer, lit), request_bytes):
         start, end = _group_range(md, run[0])[0], _group_range(md, run[-1])[1]
         data = store.get_range(footer.key, start, end)
         sparse = _SparseFile(store, footer, {start: data})

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from parquetry.dataset.evolve import resolve_write_schema
+from parquetry.dataset.indexgroups import may_hold
 from parquetry.dataset.indexlookup import lookup_values
 from parquetry.dataset.indexwire import index_state
 from parquetry.dataset.metadata import DatasetDocument
@@ -143,16 +144,6 @@ def planned_file(ds: Dataset, label: str) -> PlannedFile:
     )
 
 
-def _may_hold(values: pa.Array, lo: Any, hi: Any, t: pa.DataType) -> bool:
-    try:
-        inside = pc.and_(
-            pc.greater_equal(values, pa.scalar(lo, t)), pc.less_equal(values, pa.scalar(hi, t))
-        )
-        return bool(pc.any(inside).as_py())
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return True  # statistics we cannot compare: read the file
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Candidates:
     """Files that may hold a key of the source, and how they were found.
@@ -207,7 +198,7 @@ def candidate_labels(ds: Dataset, keys: pa.Table, on: Sequence[str], data_rows: 
         for c in others:
             st = decode_stats(info.stats, c, types[c]) if info is not None else None
             if st is not None and st[0] is not None and st[1] is not None:
-                keep = _may_hold(distinct[c], st[0], st[1], types[c])
+                keep = may_hold(distinct[c], st[0], st[1], types[c])
             if not keep:
                 break
         if keep:
@@ -313,7 +304,7 @@ def added_holding_keys(
         for c in others:
             st = decode_stats(info.stats, c, types[c]) if info is not None else None
             if st is not None and st[0] is not None and st[1] is not None:
-                keep = _may_hold(distinct[c], st[0], st[1], types[c])
+                keep = may_hold(distinct[c], st[0], st[1], types[c])
             if not keep:
                 break
         if not keep:
