@@ -229,3 +229,30 @@ def test_changed_schema_values_and_paths_change_the_verdict() -> None:
             hazards += memo.checked_footer(data, "f")[1] is not None
     assert hits > 100, hits
     assert hazards > 10, hazards
+
+
+def test_a_hazardous_templates_verdict_is_reused_and_still_pyarrow_hazards() -> None:
+    """A template whose own verdict is a hazard (statistics of the wrong width): a footer
+    differing from it only in values the check does not read gets the same verdict."""
+    from parquetry.parquet.thrift import write_struct
+
+    def rebuilt(data: bytes, size_delta: int) -> bytes:
+        meta = footer_from_bytes(data, "f").metadata
+        assert meta is not None
+        column = meta[4][0][1][0][3]  # "id", int64
+        column[12][6] = b"\x01\x02\x03"  # a 3-byte minimum for an 8-byte type
+        column[6] += size_delta  # total_uncompressed_size: a value the check never reads
+        footer = write_struct(meta, FILE_META_DATA)
+        (length,) = struct.unpack("<i", data[-8:-4])
+        return data[: -8 - length] + footer + struct.pack("<i", len(footer)) + b"PAR1"
+
+    memo = FooterMemo()
+    first, second = rebuilt(_BASE[0], 0), rebuilt(_BASE[0], 1)
+    _check_verdict(memo, first)  # learnt as a template
+    hits = memo.hits
+    _check_verdict(memo, first)
+    _check_verdict(memo, second)
+    assert memo.hits == hits + 2
+    verdict = memo.checked_footer(second, "f")[1]
+    assert verdict is not None
+    assert "statistics" in verdict
