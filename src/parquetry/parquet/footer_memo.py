@@ -18,6 +18,11 @@ difference in a header, a value changing its length or leaving its type's range)
 
 Each decoded tree is built fresh (by a function generated from the template's shape), so
 callers may modify it as they may a tree the Thrift reader returned.
+
+:meth:`FooterMemo.checked_footer` adds :func:`~parquetry.parquet.footer_check.pyarrow_hazard`'s
+verdict: a footer matching a template shares its structure, so the verdict is the
+template's (computed once) unless one of the few values the check reads differs (schema
+elements, each chunk's type and path); then the footer is checked in full.
 """
 
 from __future__ import annotations
@@ -362,5 +367,5 @@ def _raw_of(template: _Template) -> RawFooter:
         encrypted_footer=False,
         metadata=template.build(template.values),
         crypto=None,
-        tail=template.data + b"",
+        tail=template.data,  # not read by the check
     )
