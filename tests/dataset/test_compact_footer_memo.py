@@ -1,5 +1,5 @@
 """Compaction decodes its inputs' footers through templates (``footer_memo``): the same
-footers as the Thrift reader's."""
+footers as the Thrift reader's, and the same ``pyarrow_hazard`` verdicts."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from parquetry.dataset import Dataset
 from parquetry.parquet.footer import RawFooter, footer_from_bytes
+from parquetry.parquet.footer_check import pyarrow_hazard
 from parquetry.parquet.footer_memo import FooterMemo
 from parquetry.store import MemoryStore
 
@@ -42,12 +43,13 @@ def test_every_footer_a_compaction_decodes_equals_the_thrift_readers(
     ds = _appended(12)
     before = ds.read().sort_by("id")
     hits: list[bool] = []
-    original = FooterMemo.footer
+    original = FooterMemo.checked_footer
 
-    def checked(self: FooterMemo, data: bytes, name: str) -> RawFooter:
+    def checked(self: FooterMemo, data: bytes, name: str) -> tuple[RawFooter, str | None]:
         was = self.hits
-        got = original(self, data, name)
+        got, verdict = original(self, data, name)
         expected = footer_from_bytes(data, name)
+        assert verdict == pyarrow_hazard(expected)  # the template's verdict, when reused
         assert (got.metadata, got.tail, got.footer_length, got.dropped_fields) == (
             expected.metadata,
             expected.tail,
@@ -55,9 +57,9 @@ def test_every_footer_a_compaction_decodes_equals_the_thrift_readers(
             expected.dropped_fields,
         )
         hits.append(self.hits > was)
-        return got
+        return got, verdict
 
-    monkeypatch.setattr(FooterMemo, "footer", checked)
+    monkeypatch.setattr(FooterMemo, "checked_footer", checked)
     out = ds.compact(target_file_size=1 << 20, binary_copy=binary_copy)
     assert out.read().sort_by("id").equals(before)
     assert len(out.plan().files) == 2

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -149,3 +150,109 @@ def test_value_changes_are_decoded_and_structure_changes_refused() -> None:
         assert (got, dropped) == (expected, 0)
     assert decoded > 50, (decoded, refused)
     assert refused > 50, (decoded, refused)
+
+
+# --- the hazard verdict of footers matching a template (checked_footer) -------------------
+
+
+def _with_footer(data: bytes, footer: bytes) -> bytes:
+    """``data`` with its footer replaced by ``footer`` (of the same length)."""
+    (length,) = struct.unpack("<i", data[-8:-4])
+    assert len(footer) == length
+    return data[: -8 - length] + footer + data[-8:]
+
+
+def _check_verdict(memo: FooterMemo, data: bytes) -> None:
+    from parquetry.parquet.footer_check import pyarrow_hazard
+
+    try:
+        expected_raw = footer_from_bytes(data, "f")
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            memo.checked_footer(data, "f")
+        return
+    raw, verdict = memo.checked_footer(data, "f")
+    _same(raw, expected_raw)
+    assert verdict == (None if raw.encrypted else pyarrow_hazard(expected_raw))
+
+
+def test_the_verdict_of_real_footers_is_pyarrow_hazards() -> None:
+    memo = FooterMemo()
+    for seed in range(30):
+        _check_verdict(memo, _file(seed))
+    assert memo.hits >= 15, (memo.hits, memo.misses)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    which=st.integers(0, 2),
+    edits=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=4),
+)
+def test_the_verdict_of_mutated_footers_is_pyarrow_hazards(
+    which: int, edits: list[tuple[int, int]]
+) -> None:
+    memo = FooterMemo()
+    _check_verdict(memo, _BASE[0])  # the template, and its verdict computed
+    _check_verdict(memo, _BASE[0])
+    footer = bytearray(_footer(_BASE[which]))
+    for at, value in edits:
+        footer[at % len(footer)] = value
+    _check_verdict(memo, _with_footer(_BASE[which], bytes(footer)))
+
+
+def test_changed_schema_values_and_paths_change_the_verdict() -> None:
+    """Single-byte changes inside the values the check reads (names, types, repetitions,
+    column paths): each decodes through the template and gets pyarrow_hazard's verdict,
+    and some of them are hazards (the template's own verdict is None)."""
+    memo = FooterMemo()
+    _check_verdict(memo, _BASE[0])
+    _check_verdict(memo, _BASE[0])
+    template = memo.templates[len(_footer(_BASE[0]))]
+    spans = [
+        (start, end)
+        for (start, end, _, _), hazard in zip(template.spans, template.hazard_slots, strict=True)
+        if hazard
+    ]
+    assert spans
+    rng = random.Random(11)
+    hazards = hits = 0
+    for _ in range(600):
+        start, end = spans[rng.randrange(len(spans))]
+        footer = bytearray(template.data)
+        at = rng.randrange(start, end)
+        footer[at] = rng.choice([0x80, 0xFF, 0x00, 0x02, 0x04, 0x0E, rng.randrange(256)])
+        data = _with_footer(_BASE[0], bytes(footer))
+        before = memo.hits
+        _check_verdict(memo, data)
+        if memo.hits > before:
+            hits += 1
+            hazards += memo.checked_footer(data, "f")[1] is not None
+    assert hits > 100, hits
+    assert hazards > 10, hazards
+
+
+def test_a_hazardous_templates_verdict_is_reused_and_still_pyarrow_hazards() -> None:
+    """A template whose own verdict is a hazard (statistics of the wrong width): a footer
+    differing from it only in values the check does not read gets the same verdict."""
+    from parquetry.parquet.thrift import write_struct
+
+    def rebuilt(data: bytes, size_delta: int) -> bytes:
+        meta = footer_from_bytes(data, "f").metadata
+        assert meta is not None
+        column = meta[4][0][1][0][3]  # "id", int64
+        column[12][6] = b"\x01\x02\x03"  # a 3-byte minimum for an 8-byte type
+        column[6] += size_delta  # total_uncompressed_size: a value the check never reads
+        footer = write_struct(meta, FILE_META_DATA)
+        (length,) = struct.unpack("<i", data[-8:-4])
+        return data[: -8 - length] + footer + struct.pack("<i", len(footer)) + b"PAR1"
+
+    memo = FooterMemo()
+    first, second = rebuilt(_BASE[0], 0), rebuilt(_BASE[0], 1)
+    _check_verdict(memo, first)  # learnt as a template
+    hits = memo.hits
+    _check_verdict(memo, first)
+    _check_verdict(memo, second)
+    assert memo.hits == hits + 2
+    verdict = memo.checked_footer(second, "f")[1]
+    assert verdict is not None
+    assert "statistics" in verdict

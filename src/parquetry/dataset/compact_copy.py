@@ -60,7 +60,6 @@ from parquetry.dataset.read import read_whole_file
 from parquetry.dataset.write import FileDescription
 from parquetry.errors import InvalidFormat, MetadataCorrupted, NotFound
 from parquetry.parquet.footer import footer_from_bytes
-from parquetry.parquet.footer_check import pyarrow_hazard
 from parquetry.parquet.footer_memo import FooterMemo
 from parquetry.parquet.rgcopy import (
     DamagedPage,
@@ -172,11 +171,11 @@ class BinCopier:
         for a file to decode, its footer when it has the output's Parquet schema (then it
         may be staged, or read by :func:`~parquetry.dataset.compact_stage.lean_read`)."""
         try:
-            raw = self.memo.footer(data, f.key)
+            raw, hazard = self.memo.checked_footer(data, f.key)
         except (InvalidFormat, RecursionError):
             return None, False, None  # the decoding path raises the error naming the file
         meta = raw.metadata
-        if meta is None or raw.encrypted or pyarrow_hazard(raw) is not None:
+        if meta is None or raw.encrypted or hazard is not None:
             return None, False, None
         same = meta if self._same_schema(meta) else None
         if not self.copy_small_dict and self._reencode_all(meta):

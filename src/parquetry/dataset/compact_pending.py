@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from parquetry.dataset.compact_stage import Stager
+from parquetry.dataset.footer_stats import written_stats
 from parquetry.dataset.plan import PlannedFile
 from parquetry.dataset.read import read_whole_file
 from parquetry.errors import InvalidFormat
@@ -120,12 +121,21 @@ class Pending:
             self.add_table(table, account=True)
 
     def _flush_tables(self) -> None:
-        if self.unaccounted:
-            self.acc.add(pa.concat_tables(self.unaccounted))
-            self.unaccounted = []
+        # When every row to encode is still to be accounted for (the staged small files),
+        # the statistics come from the footer pyarrow writes for them (footer_stats.py).
+        whole = len(self.unaccounted) == len(self.tables) and all(
+            a is b for a, b in zip(self.unaccounted, self.tables, strict=True)
+        )
+        accounted = pa.concat_tables(self.unaccounted) if self.unaccounted else None
+        self.unaccounted = []
+        if accounted is not None and not whole:
+            self.acc.add(accounted)
         if self.tables:
             data, meta = self.c.reencoded(self.tables)
             self.tables, self.table_bytes, self.table_rows = [], 0, 0
+            if accounted is not None and whole:
+                self.acc.add_stats(written_stats(meta, accounted), accounted.num_rows)
+                self.acc.add_values(accounted)
             for group in meta[4]:
                 if group[3]:
                     self.out.add_whole(data, group)
