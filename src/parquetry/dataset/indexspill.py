@@ -8,7 +8,9 @@ pairs in memory: past that it sorts them and spills them as a run (a local tempo
 IPC file), and :meth:`PairSink.write` merges the runs batch by batch into pieces of about
 :data:`PIECE_MAX_PAIRS` pairs each whose value ranges are disjoint (a value's labels are all
 in one piece), so a point lookup still reads at most one of them (the others' footer
-statistics exclude the value).
+statistics exclude the value). The merge cuts whole pieces (indexmerge.py); :func:`_merge`
+(chunks of about one batch each) remains for the export of kartothek's index file
+(indexexport.py), which sorts each chunk.
 
 Memory: one run or one piece being written (at most ``PIECE_MAX_PAIRS`` pairs unless one
 value has more labels; ~40 MB at the peak for int64 values and 40-byte labels) plus one
