@@ -140,3 +140,37 @@ def test_one_value_in_more_pairs_than_a_piece_is_a_piece_of_its_own() -> None:
     pieces = list(merged_pieces([iter([t.slice(0, 2), t.slice(2)]) for t in runs], pa.int64(), 4))
     assert [sorted(set(p.column("value").to_pylist())) for p in pieces] == [[1], [2], [3]]
     assert [p.num_rows for p in pieces] == [3, 12, 3]
+
+
+def _pairs(table: pa.Table) -> list[tuple[object, str]]:
+    rows = zip(table.column("value").to_pylist(), table.column("label").to_pylist(), strict=True)
+    return sorted((repr(v) if isinstance(v, float) else v, lbl) for v, lbl in rows)
+
+
+@given(
+    case=_case(),
+    runs=st.integers(1, 5),
+    batch=st.integers(1, 4),
+    piece=st.integers(1, 12),
+)
+@settings(max_examples=300, deadline=None)
+def test_runs_read_in_small_batches_merge_into_the_old_pieces(
+    case: tuple[pa.DataType, list[list[tuple[object, str]]]], runs: int, batch: int, piece: int
+) -> None:
+    """Values repeated within and across runs and batch boundaries inside a value's pairs:
+    the same pieces (the same pairs each) as the old merge."""
+    t, batches = case
+    flat = [pair for b in batches for pair in b]
+    tables = []
+    for r in range(runs):
+        mine = flat[r::runs]
+        table = pa.table({"value": pa.array([v for v, _ in mine], t),
+                          "label": pa.array([lbl for _, lbl in mine], pa.string())})  # fmt: skip
+        tables.append(_by_value(table))
+
+    def sources() -> list[Iterator[pa.Table]]:
+        return [iter([pa.Table.from_batches([b]) for b in x.to_batches(batch)]) for x in tables]
+
+    old = [_pairs(p) for p in _old_pieces(_merge(sources()), piece)]
+    new = [_pairs(p) for p in merged_pieces(sources(), t, piece)]
+    assert new == old
