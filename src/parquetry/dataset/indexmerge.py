@@ -14,8 +14,10 @@ Values are compared as Arrow sorts them: numbers and times as numpy numbers (NaN
 equal to 0.0, one value of a piece as before), other types (text, binary, decimal) with
 Arrow's kernels.
 
-Memory: the pairs read and not yet in a piece: at most ``max_pairs`` plus one batch per run
-(unless one value has more pairs than a piece, held whole as before).
+Memory: the pairs read and not yet in a piece: about ``max_pairs`` plus up to two batches
+per run (the batches past the bound, and those a read's new bound made complete at once;
+more only while one value has more pairs than a piece, held whole as before), and at a cut
+one copy of the values below the bound (numpy's partition, Arrow's for texts).
 """
 
 from __future__ import annotations
