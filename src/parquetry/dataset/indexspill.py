@@ -8,7 +8,9 @@ pairs in memory: past that it sorts them and spills them as a run (a local tempo
 IPC file), and :meth:`PairSink.write` merges the runs batch by batch into pieces of about
 :data:`PIECE_MAX_PAIRS` pairs each whose value ranges are disjoint (a value's labels are all
 in one piece), so a point lookup still reads at most one of them (the others' footer
-statistics exclude the value).
+statistics exclude the value). The merge cuts whole pieces (indexmerge.py); :func:`_merge`
+(chunks of about one batch each) remains for the export of kartothek's index file
+(indexexport.py), which sorts each chunk.
 
 Memory: one run or one piece being written (at most ``PIECE_MAX_PAIRS`` pairs unless one
 value has more labels; ~40 MB at the peak for int64 values and 40-byte labels) plus one
@@ -27,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from parquetry.dataset.indexfile import IndexFooter
+from parquetry.dataset.indexmerge import merged_pieces
 from parquetry.dataset.indexpieces import normalise_pairs, pairs_schema, write_piece
 from parquetry.dataset.spilldir import SpillDir, spill_failed
 from parquetry.store import Store
@@ -134,44 +137,13 @@ class PairSink:
             return [(write_piece(store, uuid, column, pairs, files), pairs.num_rows)]
         if self.buffered:
             self._spill()
-        out: list[tuple[IndexFooter, int]] = []
-        chunks: list[pa.Table] = []
-        held = 0
-        # Chunks come in ascending value ranges (disjoint), unsorted within: a piece is
-        # whole chunks, and only a chunk a piece boundary falls into is sorted to be cut
-        # there (write_piece sorts every piece by (value, label) anyway).
-        for chunk in _merge([_read_run(p) for p in self.runs]):
-            ordered = False
-            while held + chunk.num_rows > max_pairs:
-                if not ordered:
-                    chunk, ordered = _by_value(chunk), True
-                room = max_pairs - held
-                cut = _cut(chunk.column("value").combine_chunks(), room)
-                if cut is not None and cut <= room:
-                    chunks.append(chunk.slice(0, cut))
-                    chunk = chunk.slice(cut)
-                elif held:
-                    pass  # the chunk's first value does not fit beside the pairs held
-                elif cut is not None:
-                    # One value with more pairs than a piece: a piece of its own.
-                    chunks.append(chunk.slice(0, cut))
-                    chunk = chunk.slice(cut)
-                else:
-                    break  # the chunk is one value: kept whole
-                out.append(_write(store, uuid, column, chunks, files))
-                chunks, held = [], 0
-            if chunk.num_rows:
-                chunks.append(chunk)
-                held += chunk.num_rows
-        if held:
-            out.append(_write(store, uuid, column, chunks, files))
-        return out
+        pieces = merged_pieces([_read_run(p) for p in self.runs], self.type, max_pairs)
+        return [_write(store, uuid, column, piece, files) for piece in pieces]
 
 
 def _write(
-    store: Store, uuid: str, column: str, chunks: list[pa.Table], files: pa.Table | None
+    store: Store, uuid: str, column: str, pairs: pa.Table, files: pa.Table | None
 ) -> tuple[IndexFooter, int]:
-    pairs = pa.concat_tables(chunks)
     return write_piece(store, uuid, column, pairs, files), pairs.num_rows
 
 
@@ -246,22 +218,6 @@ def _merge(sources: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
                 bufs[i] = b.slice(n)
                 fill(i)
         yield pa.concat_tables(parts)
-
-
-def _cut(values: pa.Array, n: int) -> int | None:
-    """Where to end a piece of at most ``n`` of these sorted values without splitting a
-    value (beyond ``n`` only when the first value alone is longer); None: one value."""
-    if pa.types.is_floating(values.type):
-        v = values.to_numpy(zero_copy_only=False)
-        # NaN == NaN here: all NaNs (sorted last) are one value of a piece.
-        change = (v[1:] != v[:-1]) & ~(np.isnan(v[1:]) & np.isnan(v[:-1]))
-    else:
-        change = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
-    starts = np.flatnonzero(change) + 1
-    if len(starts) == 0:
-        return None
-    at = int(np.searchsorted(starts, n, side="right"))
-    return int(starts[at - 1]) if at else int(starts[0])
 
 
 def _last(table: pa.Table) -> pa.Array:
