@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 import threading
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -133,28 +135,43 @@ def test_codec_stream_writer_and_unwritable_sinks(memory_store: Store) -> None:
         codec.stream_writer("not-a-sink")
 
 
+_MEMORY_PROBE = """
+import io, json
+import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
+from parquetry.parquet.options import WriteOptions
+from parquetry.parquet.stream import ParquetStreamWriter
+arrow_schema = pa.schema([pa.field("id", pa.int64()), pa.field("text", pa.string())])
+batch_rows, batches = 20_000, 30
+def batch(i):
+    ids = pa.array(range(i * batch_rows, (i + 1) * batch_rows), pa.int64())
+    return pa.record_batch([ids, pc.cast(ids, pa.string())], schema=arrow_schema)
+one_batch = batch(0).nbytes
+baseline = pa.total_allocated_bytes()
+peak = 0
+sink = io.BytesIO()
+with ParquetStreamWriter(
+    sink, schema=arrow_schema, options=WriteOptions(row_group_size=batch_rows)
+) as writer:
+    for i in range(batches):
+        writer.write(batch(i))
+        peak = max(peak, pa.total_allocated_bytes() - baseline)
+rows = pq.ParquetFile(io.BytesIO(sink.getvalue())).metadata.num_rows
+print(json.dumps({"peak": peak, "one_batch": one_batch, "groups": writer.row_groups_written,
+                  "rows": rows, "expected_rows": batch_rows * batches, "batches": batches}))
+"""
+
+
 def test_stream_memory_stays_bounded_by_one_row_group() -> None:
-    arrow_schema = pa.schema([pa.field("id", pa.int64()), pa.field("text", pa.string())])
-    batch_rows, batches = 20_000, 30
-
-    def batch(i: int) -> pa.RecordBatch:
-        ids = pa.array(range(i * batch_rows, (i + 1) * batch_rows), pa.int64())
-        return pa.record_batch([ids, pc.cast(ids, pa.string())], schema=arrow_schema)
-
-    one_batch = batch(0).nbytes
-    baseline = pa.total_allocated_bytes()
-    peak = 0
-    sink = io.BytesIO()
-    with ParquetStreamWriter(
-        sink, schema=arrow_schema, options=WriteOptions(row_group_size=batch_rows)
-    ) as writer:
-        for i in range(batches):
-            writer.write(batch(i))
-            peak = max(peak, pa.total_allocated_bytes() - baseline)
-    assert writer.row_groups_written == batches
+    # In a fresh process: pyarrow's allocation counter is process-wide, and threads other
+    # tests left winding down (thread pools, a Spark session's) allocate into it.
+    done = subprocess.run(
+        [sys.executable, "-c", _MEMORY_PROBE], capture_output=True, text=True, check=True
+    )
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["groups"] == got["batches"]
     # The whole file's data would be 30 batches; the writer never holds more than a few.
-    assert peak < 4 * one_batch < batches * one_batch
-    assert pq.ParquetFile(io.BytesIO(sink.getvalue())).metadata.num_rows == batch_rows * batches
+    assert got["peak"] < 4 * got["one_batch"] < got["batches"] * got["one_batch"]
+    assert got["rows"] == got["expected_rows"]
 
 
 class _FailingSink(io.BytesIO):
