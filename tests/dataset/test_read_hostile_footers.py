@@ -10,7 +10,10 @@ encrypted damages), and the child must exit 0.
 Before the check ran on these paths, ``to_pyarrow_dataset`` with a filter aborted the
 process (SIGABRT) on statistics, chunk-type and histogram damage, and raised raw OSErrors
 otherwise; snapshot reads raised a raw UnicodeDecodeError on a non-UTF-8 column name, read
-a footer missing a column chunk when the chunk was not projected, and named no part.
+a footer missing a column chunk when the chunk was not projected, and named no part; reads
+of a dataset returned rows from a file whose chunk type contradicts the schema or whose
+statistics have the wrong width; ``commit_files`` without a schema raised a raw
+UnicodeDecodeError on a non-UTF-8 column name.
 """
 
 from __future__ import annotations
@@ -89,6 +92,20 @@ attempt(
     lambda: ds.to_pyarrow_dataset().to_table(filter=pads.field("i") > 1),
 )
 
+if kind in HAZARDS:  # a dataset created from the file takes its schema from the footer
+    (other,) = write_files(store, "d", table, partition_on=["p"])
+    data = damage(store.get(other.key))
+    store.put(other.key, data)
+    attempt(
+        "commit-files-schema", other.key,
+        lambda: Dataset.commit_files(
+            store, "d", [dataclasses.replace(other, size=len(data))], mode="create",
+            partition_on=["p"],
+        ),
+    )
+else:
+    print("named commit-files-schema")
+
 snap = ParquetDatasetStore(store, max_rows_per_file=2)
 snap.write_dataset(TABLE, "s/ds")
 part = "s/ds/part-00000.parquet"
@@ -111,6 +128,7 @@ PATHS = [
     "read-row-groups",
     "read-table-from-store",
     "pyarrow-dataset",
+    "commit-files-schema",
     "snapshot",
     "snapshot-columns",
 ]
