@@ -17,7 +17,8 @@ import pytest
 from parquetry.errors import EncryptionError, InvalidFormat
 from parquetry.parquet.encryption import EncryptionSettings, InMemoryKms
 from parquetry.parquet.files import write_table_bytes
-from parquetry.parquet.footer_check import safe_metadata
+from parquetry.parquet.footer import footer_from_bytes
+from parquetry.parquet.footer_check import check_plaintext_footer, pyarrow_hazard, safe_metadata
 from parquetry.parquet.options import WriteOptions
 from parquetry.parquet.thrift import read_struct, write_struct
 from parquetry.parquet.thrift_schema import FILE_META_DATA
@@ -216,3 +217,37 @@ def test_damaged_footers_passed_by_safe_metadata_never_abort_pyarrow(seed: int) 
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "survived"
+
+
+ROW_COUNTS: dict[str, Callable[[dict[int, Any]], None]] = {
+    # pyarrow returns a row group's num_rows rows whatever its pages hold: lowered, rows vanish.
+    "row group lowered": lambda meta: meta[4][0].__setitem__(3, 1),
+    "file raised": lambda meta: meta.__setitem__(3, 4),
+    "row group and file lowered": lambda meta: (
+        meta[4][0].__setitem__(3, 1),
+        meta.__setitem__(3, 2),
+    ),
+}
+
+
+@pytest.mark.parametrize("change", sorted(ROW_COUNTS))
+def test_row_counts_that_disagree_are_a_hazard(change: str) -> None:
+    with pytest.raises(InvalidFormat, match=r"f\.parquet: corrupted Parquet footer \(.*rows"):
+        safe_metadata(_store(_patched(ROW_COUNTS[change])), "f.parquet")
+
+
+def test_a_file_num_rows_of_zero_is_the_old_parquet_rs_quirk_not_a_hazard() -> None:
+    """parquet-rs 0.3 wrote num_rows 0 (parquet-testing's repeated_no_annotation.parquet);
+    readers go by the row groups, so the file reads whole and must not be refused."""
+    data = _patched(lambda meta: meta.__setitem__(3, 0))
+    raw = footer_from_bytes(data)
+    assert pyarrow_hazard(raw) is None
+    assert pa.parquet.ParquetFile(pa.BufferReader(data)).read().num_rows == 3
+
+
+def test_check_plaintext_footer_compares_the_recorded_rows() -> None:
+    raw = footer_from_bytes(_patched(lambda meta: None))
+    check_plaintext_footer(raw, "f.parquet", 3)
+    check_plaintext_footer(raw, "f.parquet", None)
+    with pytest.raises(InvalidFormat, match=r"f\.parquet: .*recorded 4 rows.*says 3"):
+        check_plaintext_footer(raw, "f.parquet", 4)

@@ -97,10 +97,11 @@ def _time(text: str | None) -> dt.datetime | None:
 
 
 def _snapshot_schema(store: Store, key: str, part: str) -> tuple[tuple[str, str], ...]:
-    import pyarrow.parquet as pq
+    from parquetry.parquet.files import open_parquet
 
     with store.open(f"{key}/{part}") as handle:
-        schema = pq.ParquetFile(handle).schema_arrow
+        # open_parquet: the footer checked before pyarrow parses it (footer_check).
+        schema = open_parquet(handle, pre_buffer=False)[0].schema_arrow
     return tuple((f.name, str(f.type)) for f in schema)
 
 

@@ -16,6 +16,9 @@ import pyarrow.fs as pafs
 
 from parquetry.errors import CapabilityNotSupported, NotFound
 from parquetry.parquet.encryption import DecryptionSettings
+from parquetry.parquet.files import check_readable
+from parquetry.parquet.footer import footer_from_store
+from parquetry.parquet.footer_check import check_plaintext_footer
 from parquetry.store import LocalStore, Store
 
 if TYPE_CHECKING:
@@ -86,7 +89,17 @@ def pyarrow_dataset(
     decryption: DecryptionSettings | None = None,
 ) -> pads.Dataset:
     """A ``pyarrow.dataset`` over exactly ``files``, partition values as guarantees
-    (``decryption``: keys for encrypted files)."""
+    (``decryption``: keys for encrypted files).
+
+    Every file's footer is checked first (one ranged read each, 8 at a time): pyarrow's
+    scan aborts the process on some footers and silently drops rows on a lowered row count
+    (``footer_check``); such a file is InvalidFormat naming it, before any scan.
+
+    Raises:
+        InvalidFormat: a file's footer is corrupted or disagrees with its recorded rows.
+        EncryptionError: a file is encrypted and no ``decryption`` was given.
+    """
+    store.map_concurrent(lambda planned: _check(store, planned, decryption), files)
     fs, root = arrow_filesystem(store)
     exprs = []
     for pf in files:
@@ -107,6 +120,15 @@ def pyarrow_dataset(
         filesystem=fs,
         partitions=exprs,
     )
+
+
+def _check(store: Store, planned: PlannedFile, decryption: DecryptionSettings | None) -> None:
+    try:
+        raw = footer_from_store(store, planned.key, planned.size)
+    except NotFound:
+        return  # the scan reports it (a collected version: see to_pyarrow_dataset)
+    check_readable(raw, planned.key, None, decryption)
+    check_plaintext_footer(raw, planned.key, planned.rows)
 
 
 def _format(decryption: DecryptionSettings | None) -> pads.ParquetFileFormat:

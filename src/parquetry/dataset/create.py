@@ -23,6 +23,8 @@ from parquetry.dataset.schema import common_metadata_bytes
 from parquetry.dataset.versions import LoadedState
 from parquetry.dataset.write import Batches, FileDescription
 from parquetry.errors import AlreadyExists, InvalidArgument, MetadataCorrupted, UnknownColumn
+from parquetry.parquet.footer import footer_from_store
+from parquetry.parquet.footer_check import check_plaintext_footer
 from parquetry.store import PutMode, Store
 
 __all__ = ["Batches", "create_from_files", "schema_from_files"]
@@ -162,6 +164,8 @@ def schema_from_files(
     if not files:
         raise InvalidArgument("creating a dataset from no files needs an explicit schema")
     first = files[0]
+    # The footer is checked by parquetry's reader before pyarrow parses it (footer_check).
+    check_plaintext_footer(footer_from_store(store, first.key, first.size), first.key)
     payload = pq.ParquetFile(store.open(first.key, size=first.size)).schema_arrow
     fields = [pa.field(k, pa.array([v]).type) for k, v in first.partition]
     return pa.schema(fields + list(payload.remove_metadata()))

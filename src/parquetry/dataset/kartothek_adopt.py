@@ -33,6 +33,7 @@ from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument, FileInfo
 from parquetry.dataset.naming import incarnation_key
 from parquetry.dataset.stats import ColumnStats, encode_value
 from parquetry.errors import ParquetryError, SchemaMismatch
+from parquetry.parquet.footer_check import safe_metadata
 from parquetry.store import PutMode, Store
 
 __all__ = ["adopt_recreated", "footer_stats", "is_recreated", "reconciled_schema"]
@@ -194,7 +195,9 @@ def _described(store: Store, doc: DatasetDocument) -> dict[str, FileInfo]:
         key = tables.get(table) or next(iter(tables.values()))
         try:
             size = store.head(key).size
-            md = pq.ParquetFile(store.open(key, size=size)).metadata
+            # safe_metadata: parquetry's reader checks the footer first (pyarrow aborts on
+            # some footers' statistics); encrypted or damaged files raise ParquetryErrors.
+            _, md = safe_metadata(store, key, size)
         except (ParquetryError, pa.ArrowException, OSError, ValueError):
             # Unknown statistics; reading the file reports the problem.
             return label, None

@@ -28,7 +28,7 @@ from parquetry.errors import (
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import open_parquet, read_failure
 from parquetry.parquet.footer import RawFooter, footer_from_bytes
-from parquetry.parquet.footer_check import pyarrow_hazard
+from parquetry.parquet.footer_check import footer_rows, pyarrow_hazard
 from parquetry.parquet.footer_memo import FooterMemo
 from parquetry.parquet.utf8 import check_utf8
 from parquetry.store import Store
@@ -85,7 +85,9 @@ def _open(
     naming the key (InvalidFormat, EncryptionError), never a raw pyarrow error."""
     try:
         f = store.open(planned.key, size=planned.size)
-        pf, raw, _ = open_parquet(f, columns=columns, decryption=decryption, pre_buffer=False)
+        pf, raw, _ = open_parquet(
+            f, columns=columns, decryption=decryption, pre_buffer=False, rows=planned.rows
+        )
     except NotFound:
         raise _missing(planned) from None
     return pf, raw
@@ -146,7 +148,22 @@ class _FileReader:
                 self.planned,
                 lambda: self.pf.read_row_group(group, cols, use_threads=False),
             )
+        self.check_rows(table, group)
         return self._typed(table, row_filter)
+
+    def check_rows(self, table: pa.Table, group: int | None) -> None:
+        """InvalidFormat unless the decoded rows are the footer's count: rows that went
+        missing between the pages and the table must not pass silently."""
+        meta = self.pf.metadata
+        groups = range(meta.num_row_groups) if group is None else (group,)
+        expected = sum(meta.row_group(g).num_rows for g in groups)
+        if table.num_rows != expected:
+            where = "" if group is None else f" row group {group}"
+            raise InvalidFormat(
+                f"{self.planned.key}:{where} decoded {table.num_rows} rows, its footer says "
+                f"{expected}",
+                key=self.planned.key,
+            )
 
     def _typed(self, table: pa.Table, row_filter: pc.Expression | None) -> pa.Table:
         arrays: dict[str, Any] = {}
@@ -235,7 +252,15 @@ def read_whole_file(
                 raw = memo.footer(data, planned.key)
             else:
                 raw = footer_from_bytes(data, planned.key)
-            unsafe = raw is not None and (raw.encrypted or pyarrow_hazard(raw) is not None)
+            unsafe = raw is not None and (
+                raw.encrypted
+                or pyarrow_hazard(raw) is not None
+                or (
+                    planned.rows is not None
+                    and raw.metadata is not None
+                    and footer_rows(raw) != planned.rows
+                )
+            )
         except (InvalidFormat, RecursionError):
             unsafe = True
         if unsafe:
@@ -248,9 +273,14 @@ def read_whole_file(
             )
             reader = _FileReader(store, schema, planned, list(columns), (), None, opened=pf)
             whole = reader.pf.read(reader.available, use_threads=False)
+            # The checked path below raises the error naming the file (InvalidFormat is a
+            # ValueError, so a mismatch found here also lands there).
+            reader.check_rows(whole, None)
+            if planned.rows is not None and whole.num_rows != planned.rows:
+                raise InvalidFormat(f"{planned.key}: row count", key=planned.key)
             return [reader._typed(whole, None)]
         except (*READ_ERRORS, KeyError, IndexError):
-            pass  # corrupt or encrypted: the checked path below says which
+            pass  # corrupt, encrypted or a wrong row count: the checked path below says which
     return list(read_row_groups(store, schema, planned, columns, decryption))
 
 

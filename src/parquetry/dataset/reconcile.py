@@ -42,7 +42,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from parquetry.dataset.kartothek_adopt import footer_stats, reconciled_schema
 from parquetry.dataset.kartothek_base import BASE_SCAN_LIMIT, find_base
@@ -50,7 +49,8 @@ from parquetry.dataset.metadata import POINTER_MARKER, DatasetDocument
 from parquetry.dataset.naming import parse_label, parse_partition_value
 from parquetry.dataset.schema import normalise_type
 from parquetry.dataset.write import FileDescription
-from parquetry.errors import MetadataCorrupted, out_of_memory
+from parquetry.errors import InvalidFormat, MetadataCorrupted, out_of_memory
+from parquetry.parquet.footer_check import safe_metadata
 from parquetry.store import Store
 
 __all__ = [
@@ -141,11 +141,12 @@ def added_files(
         size = store.head(key).size
         try:
             # The footer (one ranged GET of the tail) gives the rows and the statistics
-            # planning prunes by, as for parquetry's own writes.
-            footer = pq.ParquetFile(store.open(key, size=size)).metadata
+            # planning prunes by, as for parquetry's own writes; checked by parquetry's
+            # reader first (safe_metadata): pyarrow aborts on some footers' statistics.
+            _, footer = safe_metadata(store, key, size)
             rows = footer.num_rows
             stats = footer_stats(footer, schema)
-        except (pa.ArrowException, OSError, ValueError) as exc:
+        except (InvalidFormat, pa.ArrowException, OSError, ValueError) as exc:
             raise MetadataCorrupted(
                 f"{key}: a data file kartothek added is not readable Parquet: {exc}", key=key
             ) from None

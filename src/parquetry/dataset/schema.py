@@ -18,7 +18,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquetry.dataset.evolve import storable
-from parquetry.errors import MetadataCorrupted, SchemaMismatch, out_of_memory
+from parquetry.errors import InvalidFormat, MetadataCorrupted, SchemaMismatch, out_of_memory
+from parquetry.parquet.footer import footer_from_bytes
+from parquetry.parquet.footer_check import check_plaintext_footer
 
 __all__ = [
     "INDEX_LEVEL_PREFIX",
@@ -131,7 +133,11 @@ def common_metadata_bytes(schema: pa.Schema, partition_on: Sequence[str]) -> byt
 def read_common_metadata(data: bytes, key: str) -> pa.Schema:
     """The schema of a ``_common_metadata`` file, without pandas metadata or index columns."""
     try:
+        # parquetry's reader checks the footer before pyarrow parses it (footer_check).
+        check_plaintext_footer(footer_from_bytes(data, key), key)
         schema = pq.read_schema(pa.BufferReader(data))
+    except InvalidFormat as exc:
+        raise MetadataCorrupted(f"{key}: not a Parquet schema file: {exc}", key=key) from None
     except MemoryError as exc:
         raise out_of_memory(exc, f"reading schema file {key}", key=key) from None
     except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: bad UTF-8 names

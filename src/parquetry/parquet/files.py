@@ -23,6 +23,7 @@ from parquetry.errors import (
 )
 from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.footer import RawFooter, footer_from_bytes, footer_from_file
+from parquetry.parquet.footer_check import check_plaintext_footer
 from parquetry.parquet.options import WriteOptions
 
 if TYPE_CHECKING:
@@ -87,8 +88,13 @@ def open_parquet(
     columns: Sequence[str] | None = None,
     decryption: DecryptionSettings | None = None,
     pre_buffer: bool = True,
+    rows: int | None = None,
 ) -> tuple[pq.ParquetFile, RawFooter, str]:
     """Open a Parquet file after checking its footer; return the file, footer and a name.
+
+    A plaintext footer pyarrow would abort on or misread (``footer_check.pyarrow_hazard``),
+    or whose row count is not ``rows`` (what a dataset version recorded for the file), is
+    InvalidFormat naming the file before pyarrow sees it.
 
     ``pre_buffer`` (pyarrow's default) fetches every needed column chunk in a few
     coalesced reads before decoding: right for whole-file reads, wrong for streaming ones,
@@ -101,6 +107,7 @@ def open_parquet(
         # so parquetry decrypts the whole file and pyarrow reads the plaintext.
         plaintext = decryption.decrypt(_whole(file), name)
         file, raw, decryption = pa.BufferReader(plaintext), footer_from_bytes(plaintext), None
+    check_plaintext_footer(raw, name, rows)
     try:
         parquet_file = pq.ParquetFile(
             file,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from parquetry.store.base import Store
 
-__all__ = ["pyarrow_hazard", "safe_metadata"]
+__all__ = ["check_plaintext_footer", "footer_rows", "pyarrow_hazard", "safe_metadata"]
 
 # Byte widths of the fixed-width physical types (BOOLEAN, INT32, INT64, INT96, FLOAT, DOUBLE).
 _WIDTHS = {0: 1, 1: 4, 2: 8, 3: 12, 4: 4, 5: 8}
@@ -110,8 +110,19 @@ def _missing_required(value: Any, spec: Any) -> str | None:
     return None
 
 
+def footer_rows(raw: RawFooter) -> int:
+    """The rows a reader returns: the sum of the row groups' counts (pyarrow goes by these,
+    not by the file's num_rows)."""
+    return sum(group.get(3, 0) for group in (raw.metadata or {}).get(4, []))
+
+
 def pyarrow_hazard(raw: RawFooter) -> str | None:
-    """Why pyarrow could abort on, or refuse, this (plaintext, unencrypted) footer, or None."""
+    """Why pyarrow could abort on, refuse, or silently misread this (plaintext, unencrypted)
+    footer, or None.
+
+    Misread: pyarrow returns exactly a row group's ``num_rows`` rows, whatever its pages
+    hold, so a lowered count loses rows without an error. The row groups' counts must sum
+    to the file's, and a chunk of a non-repeated column holds one value per row."""
     if raw.dropped_fields:
         return f"{raw.dropped_fields} list(s) or integer(s) of the wrong type or range"
     meta = raw.metadata or {}
@@ -124,7 +135,13 @@ def pyarrow_hazard(raw: RawFooter) -> str | None:
         leaves = _leaves(meta.get(2, []))
     except (InvalidFormat, RecursionError):
         return "its schema is truncated or nested too deep"
-    for rg_index, group in enumerate(meta.get(4, [])):
+    groups = meta.get(4, [])
+    total = footer_rows(raw)
+    # parquet-rs 0.3 wrote num_rows 0 (parquet-testing's repeated_no_annotation.parquet);
+    # readers go by the row groups' counts, so that loses nothing.
+    if total != meta.get(3) and meta.get(3) != 0:
+        return f"its row groups hold {total} rows, its num_rows says {meta.get(3)}"
+    for rg_index, group in enumerate(groups):
         chunks = group.get(1, [])
         if len(chunks) != len(leaves):
             return f"row group {rg_index} has {len(chunks)} column chunks for {len(leaves)} columns"
@@ -143,6 +160,11 @@ def pyarrow_hazard(raw: RawFooter) -> str | None:
                         f"column {name!r} of row group {rg_index} has a level histogram of "
                         f"{len(histogram)} entries for {level + 1} levels"
                     )
+            if not max_rep and column.get(5, group.get(3)) != group.get(3):
+                return (
+                    f"column {name!r} of row group {rg_index} holds {column.get(5)} values "
+                    f"for {group.get(3)} rows"
+                )
             physical = leaf.get(1)
             if column.get(1, physical) != physical:
                 return f"column {name!r} of row group {rg_index} contradicts the schema's type"
@@ -156,6 +178,28 @@ def pyarrow_hazard(raw: RawFooter) -> str | None:
                         f"statistics for a {width}-byte type"
                     )
     return None
+
+
+def check_plaintext_footer(raw: RawFooter, name: str, rows: int | None = None) -> None:
+    """Raise InvalidFormat naming ``name`` if pyarrow must not see this footer: a hazard
+    (:func:`pyarrow_hazard`), or a row count other than the ``rows`` a dataset version
+    recorded for the file (rows lost to a lowered count, the file swapped...). Encrypted
+    files are left to decryption: their footers hold no plaintext chunk metadata to check.
+    """
+    if raw.encrypted or raw.metadata is None:
+        return
+    hazard = pyarrow_hazard(raw)
+    if hazard is not None:
+        raise InvalidFormat(f"{name}: corrupted Parquet footer ({hazard})", key=name)
+    if rows is None:
+        return
+    found = footer_rows(raw)
+    if found != rows:
+        raise InvalidFormat(
+            f"{name}: the dataset version recorded {rows} rows for the file, its footer says "
+            f"{found}",
+            key=name,
+        )
 
 
 def safe_metadata(store: Store, key: str, size: int | None = None) -> tuple[RawFooter, Any]:

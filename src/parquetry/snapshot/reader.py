@@ -27,6 +27,9 @@ from parquetry.errors import (
     UnknownColumn,
     out_of_memory,
 )
+from parquetry.parquet.files import check_readable
+from parquetry.parquet.footer import RawFooter, footer_from_bytes, footer_from_file
+from parquetry.parquet.footer_check import check_plaintext_footer
 from parquetry.snapshot.layout import journal_key, manifest_key, part_key, success_key
 from parquetry.snapshot.manifest import DatasetManifest, schema_hash
 from parquetry.store.base import Capability, Store
@@ -94,7 +97,9 @@ def _read_version(
     else:
         files = store.map_concurrent(lambda p: _open(store, p), parts, max_workers=max_workers)
     _check_footers(key, manifest, parts, files, columns)
-    tables = store.map_concurrent(lambda pf: _read(pf, columns), files, max_workers=max_workers)
+    tables = store.map_concurrent(
+        lambda at: _read(parts[at], files[at], columns), range(len(files)), max_workers=max_workers
+    )
     return pa.concat_tables(tables)
 
 
@@ -166,12 +171,22 @@ def _present_parts(
 
 def _fetch(store: Store, part: _Part) -> pq.ParquetFile:
     """Whole-object get: one request per part when every column is read anyway."""
-    return _parse(part, lambda: pa.BufferReader(pa.py_buffer(_get(store, part.key))))
+
+    def source() -> tuple[Any, RawFooter]:
+        data = _get(store, part.key)
+        return pa.BufferReader(pa.py_buffer(data)), footer_from_bytes(memoryview(data), part.key)
+
+    return _parse(part, source)
 
 
 def _open(store: Store, part: _Part) -> pq.ParquetFile:
     """Footer only; column chunks are fetched by ranged gets when read."""
-    return _parse(part, lambda: store.open(part.key, size=part.size))
+
+    def source() -> tuple[Any, RawFooter]:
+        handle = store.open(part.key, size=part.size)
+        return handle, footer_from_file(handle, part.key)
+
+    return _parse(part, source)
 
 
 def _get(store: Store, key: str) -> bytes | mmap.mmap:
@@ -182,9 +197,15 @@ def _get(store: Store, key: str) -> bytes | mmap.mmap:
         raise DatasetIncomplete(f"part {key!r} vanished while being read", key=key) from None
 
 
-def _parse(part: _Part, source: Callable[[], Any]) -> pq.ParquetFile:
+def _parse(part: _Part, source: Callable[[], tuple[Any, RawFooter]]) -> pq.ParquetFile:
+    """The part opened by pyarrow once parquetry's own reader checked its footer: pyarrow
+    aborts the process on some footers, misreads others (``footer_check``), and an
+    encrypted part (snapshots write none) cannot be read without keys."""
     try:
-        return pq.ParquetFile(source())
+        file, raw = source()
+        check_readable(raw, part.key, None, None)
+        check_plaintext_footer(raw, part.key)
+        return pq.ParquetFile(file)
     except NotFound:
         raise DatasetIncomplete(
             f"part {part.key!r} vanished while being read", key=part.key
@@ -244,15 +265,25 @@ def _check_footers(
             )
 
 
-def _read(pf: pq.ParquetFile, columns: Sequence[str] | None) -> pa.Table:
+def _read(part: _Part, pf: pq.ParquetFile, columns: Sequence[str] | None) -> pa.Table:
     try:
-        return pf.read(columns=list(columns) if columns is not None else None, use_threads=True)
+        table = pf.read(columns=list(columns) if columns is not None else None, use_threads=True)
     except MemoryError as exc:
-        raise out_of_memory(exc, "decoding a part") from None
+        raise out_of_memory(exc, f"decoding part {part.key!r}", key=part.key) from None
     except (pa.ArrowException, OSError) as exc:
         if isinstance(exc, NotFound):
-            raise DatasetIncomplete(f"a part vanished while being read: {exc}") from None
-        raise InvalidFormat(f"cannot decode a part: {exc}") from None
+            raise DatasetIncomplete(
+                f"part {part.key!r} vanished while being read: {exc}", key=part.key
+            ) from None
+        raise InvalidFormat(f"cannot decode part {part.key!r}: {exc}", key=part.key) from None
+    if table.num_rows != pf.metadata.num_rows:
+        # Rows lost between the pages and the table must not pass silently.
+        raise InvalidFormat(
+            f"part {part.key!r} decoded {table.num_rows} rows, its footer says "
+            f"{pf.metadata.num_rows}",
+            key=part.key,
+        )
+    return table
 
 
 def _unchanged(store: Store, key: str, raw: bytes) -> bool:

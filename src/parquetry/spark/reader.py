@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from parquetry.parquet.files import open_parquet, read_table
 from parquetry.spark.options import SourceOptions
 from parquetry.spark.surface import message_first
 from parquetry.spark.types import cast_to_spark, spark_to_arrow_schema
@@ -114,7 +114,8 @@ def source_arrow_schema(options: SourceOptions) -> pa.Schema:
             raise DatasetIncomplete(f"snapshot {options.key!r} has no parts to take a schema from")
         store = options.open_store()
         with store.open(parts[0][0], size=parts[0][1]) as handle:
-            schema = pq.read_schema(handle)
+            # open_parquet checks the footer first: pyarrow aborts on some footers.
+            schema = open_parquet(handle, pre_buffer=False)[0].schema_arrow
         what = f"snapshot {options.key!r}"
     else:
         schema = _open_dataset(options, options.version).schema
@@ -200,8 +201,9 @@ class ParquetryReader(DataSourceReader):
 
             def read_part(key: str) -> pa.Table:
                 with store.open(key) as handle:
-                    # ParquetFile, not read_table: see parquetry.dataset.indices.
-                    return self._cast(pq.ParquetFile(handle).read(columns=columns))
+                    # ParquetFile, not read_table: see parquetry.dataset.indices. Opened by
+                    # open_parquet: its footer checked before pyarrow sees it.
+                    return self._cast(read_table(handle, columns=columns))
 
             yield from _batches(prefetched(read_part, task.files))
             return
