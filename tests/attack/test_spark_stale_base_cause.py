@@ -64,3 +64,23 @@ def test_a_task_failing_on_the_expired_version_is_base_collected(tmp_path: Path)
     )
     with pytest.raises(BaseCollected), stale_base(stale, labels, "update_where"):
         raise _failed(quoted)
+
+
+def test_a_task_failing_in_the_worker_itself_is_no_base_collected(tmp_path: Path) -> None:
+    """The text a job failing in a worker without obstore gave (seen with a session
+    whose workers ran another interpreter), while GC expired the base."""
+    stale, _, labels = _expired_base(tmp_path)
+    quoted = "ModuleNotFoundError: No module named 'obstore'"
+    with (
+        pytest.raises(SparkTaskFailed, match="ModuleNotFoundError"),
+        stale_base(stale, labels, "delete_where"),
+    ):
+        raise _failed(quoted)
+
+
+def test_a_task_failing_without_naming_an_error_asks_the_store(tmp_path: Path) -> None:
+    """An executor lost (no Python error quoted): the store says the base was collected."""
+    stale, _, labels = _expired_base(tmp_path)
+    quoted = "Job aborted due to stage failure: ExecutorLostFailure (executor 1 exited)"
+    with pytest.raises(BaseCollected), stale_base(stale, labels, "delete_where"):
+        raise _failed(quoted)
