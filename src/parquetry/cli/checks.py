@@ -166,8 +166,9 @@ def _validate_kartothek(store: Store, uuid: str, tick: Tick) -> list[str]:
         except ParquetryError as exc:
             problems.append(str(exc))
             continue
-        # The index check reads the file as it is (a size mismatch is reported above).
-        present[pf.label] = (dataclasses.replace(pf, size=meta.size), footer)
+        # The index check reads the file as it is (a size or row count mismatch is reported
+        # here: the read path refuses a file whose rows differ from the record).
+        present[pf.label] = (dataclasses.replace(pf, size=meta.size, rows=None), footer)
         found = _check_file(pf.key, footer, ds.schema, ds.partition_keys, info)
         problems += found + _check_readable(ds, pf)
     for column in ds.secondary_indices:

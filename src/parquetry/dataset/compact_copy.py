@@ -130,6 +130,12 @@ class BinCopier:
             raise MetadataCorrupted(
                 f"data file {f.key} of partition {f.label!r} is missing", key=f.key
             ) from None
+        if f.size is not None and len(data) != f.size:
+            raise InvalidFormat(
+                f"data file {f.key} of partition {f.label!r} is {len(data)} bytes, the "
+                f"version records {f.size}: it is not the file committed",
+                key=f.key,
+            )
         meta, safe, same = self._copyable(f, data)
         if meta is None and safe:
             start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
@@ -177,6 +183,13 @@ class BinCopier:
         meta = raw.metadata
         if meta is None or raw.encrypted or hazard is not None:
             return None, False, None
+        if f.rows is not None and meta.get(3) != f.rows:  # FileMetaData.num_rows
+            # Another file under the committed name (replaced, even by one of the same size).
+            raise InvalidFormat(
+                f"data file {f.key} of partition {f.label!r} holds {meta.get(3)} rows, the "
+                f"version records {f.rows}: it is not the file committed",
+                key=f.key,
+            )
         same = meta if self._same_schema(meta) else None
         if not self.copy_small_dict and self._reencode_all(meta):
             return None, True, same

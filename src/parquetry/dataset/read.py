@@ -130,6 +130,14 @@ class _FileReader:
             self.pf, self.raw = _open(store, planned, payload, decryption)
         else:
             self.pf = opened  # unchecked: its caller falls back to the checked path on errors
+        held = self.pf.metadata.num_rows
+        if planned.rows is not None and held != planned.rows:
+            # Another file under the committed name (replaced, even by one of the same size).
+            raise InvalidFormat(
+                f"data file {planned.key} of partition {planned.label!r} holds {held} rows, "
+                f"the version records {planned.rows}: it is not the file committed",
+                key=planned.key,
+            )
         present = set(self.pf.schema_arrow.names)
         self.available = [n for n in payload if n in present]
         self.missing = {n for n in payload if n not in present}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -183,18 +184,47 @@ def run_tasks(
     return [TaskResult.from_json(t) for t in texts]
 
 
+#: A parquetry error class a task's error text names (``parquetry.errors.InvalidFormat: ...``).
+_TASK_ERROR = re.compile(r"\bparquetry\.[\w.]*?\.(\w+):")
+#: Any other Python error class it names (``ModuleNotFoundError: ...``, ``MemoryError: ...``).
+_OTHER_ERROR = re.compile(r"(?<![\w.])([A-Z]\w*Error):")
+#: What a task raises when garbage collection collected its base version under it: the
+#: version is a tombstone, a file or index piece is gone (or the task said so itself; a
+#: chained FileNotFoundError may be the line quoted).
+_COLLECTED_ERRORS = frozenset(
+    {
+        "BaseCollected",
+        "DataFileMissing",
+        "DatasetNotFound",
+        "FileNotFoundError",
+        "MetadataCorrupted",
+        "NotFound",
+        "VersionExpired",
+    }
+)
+
+
 @contextlib.contextmanager
 def stale_base(ds: Dataset, labels: Sequence[str], operation: str) -> Iterator[None]:
     """Around the Spark jobs of a row operation that read the files of ``labels`` at
     ``ds``'s version: a job that failed because garbage collection collected that version
     meanwhile raises :class:`~parquetry.dataset.staleread.BaseCollected` (a CommitConflict:
     run it again), as the Python API does, not SparkTaskFailed quoting the task's
-    VersionExpired. The task's error reaches the driver as text only: the store is asked."""
+    VersionExpired. The task's error reaches the driver as text only: the store is asked,
+    unless the text names only errors garbage collection does not cause (a damaged file's
+    InvalidFormat, a worker's ModuleNotFoundError while GC expired the version: still
+    SparkTaskFailed, naming it)."""
     try:
         yield
     except SparkTaskFailed as failed:
         from parquetry.dataset.staleread import collected_base
 
+        text = str(failed)
+        quoted = set(_TASK_ERROR.findall(text)) | set(_OTHER_ERROR.findall(text))
+        if quoted and not quoted & _COLLECTED_ERRORS:
+            # The task named another error (a damaged file, a worker missing a module...):
+            # garbage collection did not cause it.
+            raise
         collected = collected_base(ds, labels, operation)
         if collected is None:
             raise
