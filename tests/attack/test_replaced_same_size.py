@@ -58,7 +58,7 @@ def test_a_same_size_impostor_with_fewer_rows_is_refused(op: str) -> None:
     victim = next(f for f in ds.plan().files if 4 in ds.read_file(f).column("id").to_pylist())
     impostor = pa.table({"id": pa.array([4, 5], pa.int64()), "v": ["s4", "s5"]})
     store.put(victim.key, _same_size(impostor, len(store.get(victim.key))))
-    with pytest.raises(InvalidFormat, match="records 4") as err:
+    with pytest.raises(InvalidFormat, match=r"record(s|ed) 4") as err:
         OPS[op](ds)
     assert err.value.key == victim.key
     assert Dataset.open(store, "c").version == ds.version

@@ -120,14 +120,7 @@ def test_row_operations_refuse_a_lowered_row_count_and_commit_nothing(kind: str,
     assert Dataset.open(store, "c").version == ds.version
 
 
-_COPY_TRUSTS_FOOTER = pytest.mark.xfail(
-    strict=True,
-    reason="compact_copy.py's binary copy checks pyarrow_hazard but not the version's "
-    "recorded rows: the copied footer keeps the lowered count (fix belongs in compact*)",
-)
-
-
-@pytest.mark.parametrize("mode", [pytest.param("auto", marks=_COPY_TRUSTS_FOOTER), True, False])
+@pytest.mark.parametrize("mode", ["auto", True, False])
 def test_compaction_never_commits_a_lowered_row_count(mode: Any) -> None:
     store, ds, victim = _damaged("row group, file and values")
     try:
