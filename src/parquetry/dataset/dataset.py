@@ -7,7 +7,6 @@ returning a new ``Dataset``; the old object keeps reading its own version.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +30,7 @@ from parquetry.dataset.transact import (
     string_parameters,
 )
 from parquetry.dataset.txns import applied, check_txn
+from parquetry.dataset.versionargs import as_count, as_version
 from parquetry.dataset.versions import (
     LoadedState,
     check_current_incarnation,
@@ -42,7 +42,6 @@ from parquetry.dataset.write import FileDescription, iter_input, storage_schema,
 from parquetry.errors import (
     CommitConflict,
     InvalidArgument,
-    MetadataCorrupted,
     UnknownColumn,
 )
 from parquetry.parquet import DecryptionSettings, WriteOptions
@@ -52,25 +51,6 @@ if TYPE_CHECKING:
     from parquetry.dataset.changes import ChangeFeed
 
 __all__ = ["Dataset"]
-
-
-def _integer(value: Any) -> int | None:
-    """``value`` if it is an integer (numpy's too; not a bool), else None."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
-
-
-def _version_number(value: Any, name: str) -> int:
-    """``value`` as a version number. A string or float reached a format string and raised
-    a raw ValueError/TypeError, and ``True`` silently opened version 1."""
-    number = _integer(value)
-    if number is None:
-        raise InvalidArgument(f"{name} must be an integer version number, got {value!r}")
-    return number
 
 
 class Dataset(MaintenanceOperations):
@@ -101,7 +81,7 @@ class Dataset(MaintenanceOperations):
         validate_uuid(uuid)
         if version is None:
             return cls(store, load_latest(store, uuid), decryption=decryption)
-        version = _version_number(version, "version")
+        version = as_version(version, "version")
         doc = load_version(store, uuid, version)
         check_current_incarnation(store, uuid, doc, version)
         state = LoadedState(doc=doc, number=version, foreign=False, pointer_format=None, requests=1)
@@ -121,11 +101,7 @@ class Dataset(MaintenanceOperations):
         version, time, operation, parameters and metrics. One LIST plus one GET per entry
         (``limit`` bounds them)."""
         if limit is not None:
-            # A string or float compared with 0 raised a raw TypeError.
-            count = _integer(limit)
-            if count is None or count < 0:
-                raise InvalidArgument(f"limit must be an integer >= 0, got {limit!r}")
-            limit = count
+            limit = as_count(limit, "limit")
         return read_history(self.store, self.uuid, limit=limit)
 
     def changes(self, since: int, until: int | None = None) -> ChangeFeed:
@@ -139,8 +115,8 @@ class Dataset(MaintenanceOperations):
         """
         from parquetry.dataset.changes import read_changes
 
-        since = _version_number(since, "since")
-        until = self.version if until is None else _version_number(until, "until")
+        since = as_version(since, "since")
+        until = self.version if until is None else as_version(until, "until")
         return read_changes(self.store, self.uuid, since, until, decryption=self._decryption)
 
     def detail(self) -> DatasetDetail:
@@ -399,26 +375,6 @@ class Dataset(MaintenanceOperations):
             raise InvalidArgument(f"{column!r} is a partition key; it needs no index")
         if column == "partition":
             raise InvalidArgument("a column named 'partition' cannot be indexed (kartothek)")
-        from parquetry.dataset.indexbuild import index_builder
-        from parquetry.dataset.staleread import version_collected
+        from parquetry.dataset.indexbuild import build_on_newest
 
-        ds: Dataset = self
-        # Each retry opens the newest version: only GC racing it again retries once more.
-        attempts = 10
-        for _ in range(attempts):
-            builder = index_builder(ds.store, ds.schema, column, ds._decryption)
-            try:
-                return ds._commit(
-                    [], operation="build_index", new_indices=[column], index_builder=builder
-                )
-            except MetadataCorrupted as exc:
-                # A file of this (stale) version was garbage collected after a newer version
-                # dropped it: nothing is committed and the index covers every file of the
-                # version it commits on, so building it on the newest is the same request.
-                if version_collected(ds, exc) is None:
-                    raise
-            ds = Dataset.open(ds.store, ds.uuid, decryption=ds._decryption)
-        raise CommitConflict(
-            f"dataset {self.uuid!r}: build_index({column!r}) lost {attempts} races with "
-            "garbage collection; nothing is committed"
-        )
+        return build_on_newest(self, column)

@@ -7,6 +7,7 @@ race only reads the files other writers added meanwhile.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,7 +20,10 @@ from parquetry.parquet.encryption import DecryptionSettings
 from parquetry.parquet.files import read_table
 from parquetry.store import Store
 
-__all__ = ["index_builder"]
+if TYPE_CHECKING:
+    from parquetry.dataset.dataset import Dataset
+
+__all__ = ["build_on_newest", "index_builder"]
 
 
 def index_builder(
@@ -67,3 +71,29 @@ def index_builder(
         return {column: merge_index(column, None, pairs, set(), t)}
 
     return build
+
+
+def build_on_newest(ds: Dataset, column: str) -> Dataset:
+    """``ds.build_index(column)``: commits the index on ``ds``'s version, or, when a file of
+    that (stale) version was garbage collected after a newer version dropped it, on the
+    newest version: nothing was committed and the index covers every file of the version
+    it commits on, so building it there is the same request. Only GC racing each retry
+    again exhausts the attempts."""
+    from parquetry.dataset.dataset import Dataset
+    from parquetry.dataset.staleread import version_collected
+
+    attempts = 10
+    for _ in range(attempts):
+        builder = index_builder(ds.store, ds.schema, column, ds._decryption)
+        try:
+            return ds._commit(
+                [], operation="build_index", new_indices=[column], index_builder=builder
+            )
+        except MetadataCorrupted as exc:
+            if version_collected(ds, exc) is None:
+                raise
+        ds = Dataset.open(ds.store, ds.uuid, decryption=ds._decryption)
+    raise CommitConflict(
+        f"dataset {ds.uuid!r}: build_index({column!r}) lost {attempts} races with garbage "
+        "collection; nothing is committed"
+    )

@@ -21,7 +21,6 @@ so GC's second reading sees it); never a committed version with deleted files.
 from __future__ import annotations
 
 import contextlib
-import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +31,7 @@ from parquetry.dataset.gc import referenced_keys
 from parquetry.dataset.intents import Intent
 from parquetry.dataset.metadata import DatasetDocument, VersionInfo
 from parquetry.dataset.naming import version_key
+from parquetry.dataset.versionargs import as_version
 from parquetry.dataset.versions import LoadedState, load_version
 from parquetry.errors import (
     CommitConflict,
@@ -128,10 +128,7 @@ def _target(
     store: Store, doc: DatasetDocument, version: int, *, check: bool = True
 ) -> DatasetDocument:
     """Version ``version`` of ``doc``'s dataset, checked restorable (see restore_version)."""
-    if isinstance(version, bool) or not hasattr(version, "__index__"):
-        raise InvalidArgument(f"version must be an integer, got {version!r}")
-    # A numpy integer (a version read from a DataFrame) is one too.
-    version = operator.index(version)
+    version = as_version(version, "version")
     if version < 0:
         raise InvalidArgument(f"version must be >= 0, got {version}")
     target = load_version(store, doc.uuid, version)
