@@ -158,7 +158,12 @@ class BinWriter:
         self.indices, self.opts, self.decryption = indices, opts, decryption
         self.sort_by = sort_by
         self.group_bytes = min(target // 2, ROW_GROUP_BYTES)
-        self.ahead_bytes = min(target // 2, READ_AHEAD_BYTES)
+        from parquetry.dataset import compact_pipeline
+
+        # Every bin in flight reads ahead: together they hold what one bin did before the
+        # pipeline, so the compaction's memory bound does not grow with it.
+        in_flight = max(1, compact_pipeline.BINS_IN_FLIGHT)
+        self.ahead_bytes = min(target // 2, READ_AHEAD_BYTES) // in_flight
         self.intent = Intent(store, uuid)
         self.copier: BinCopier | None = None
         if binary_copy is not False and not sort_by and decryption is None and _copy_allowed(opts):
