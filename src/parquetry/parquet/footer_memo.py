@@ -188,10 +188,15 @@ class _Template:
 
 def _hazard_value(path: Path) -> bool:
     """Whether pyarrow_hazard looks at the value at ``path``: the schema's elements (names,
-    types, repetitions, children), and each column chunk's type and path in the schema."""
-    if path[0] == 2:
+    types, repetitions, children), the file's and each row group's row count, and each
+    column chunk's type, path in the schema and value count."""
+    if path[0] in (2, 3):
         return True
-    return path[0] == 4 and len(path) >= 6 and path[2] == 1 and path[4] == 3 and path[5] in (1, 3)
+    if path[0] != 4:
+        return False
+    if len(path) == 3:
+        return bool(path[2] == 3)  # a row group's num_rows
+    return len(path) >= 6 and path[2] == 1 and path[4] == 3 and path[5] in (1, 3, 5)
 
 
 def _reread(data: bytes, span: tuple[int, int, int, int]) -> Any:
